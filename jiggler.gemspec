@@ -1,0 +1,26 @@
+# frozen_string_literal: true
+
+require_relative "lib/jiggler/version"
+
+Gem::Specification.new do |spec|
+  spec.name = "jiggler"
+  spec.version = Jiggler::VERSION
+  spec.summary = "Background job processor on Async fibers: at-least-once, fast, Sidekiq-style API"
+  spec.description = "Jiggler runs Ruby background jobs on Socketry Async fibers with at-least-once delivery, " \
+    "batched fetches and acknowledgements, retries, scheduled jobs and a dead set, backed by Redis."
+  spec.authors = ["jiggler contributors"]
+  spec.license = "LGPL-3.0-or-later"
+  spec.homepage = "https://rubygems.org/gems/jiggler"
+  spec.required_ruby_version = ">= 3.1"
+
+  spec.files = Dir["lib/**/*.{rb,lua}", "exe/*", "README.md", "LICENSE"]
+  spec.bindir = "exe"
+  spec.executables = ["jiggler"]
+  spec.require_paths = ["lib"]
+
+  spec.add_dependency "async", "~> 2.23.1"
+  spec.add_dependency "async-pool", "~> 0.10"
+  spec.add_dependency "connection_pool", ">= 2.4", "< 3"
+  spec.add_dependency "oj", "~> 3.16"
+  spec.add_dependency "redis-client", ">= 0.22", "< 1"
+end

@@ -1,0 +1,87 @@
+# frozen_string_literal: true
+
+require_relative "jiggler/version"
+require_relative "jiggler/error"
+require_relative "jiggler/config"
+require_relative "jiggler/logger"
+require_relative "jiggler/payload"
+require_relative "jiggler/store"
+require_relative "jiggler/client"
+require_relative "jiggler/job"
+require_relative "jiggler/summary"
+require_relative "jiggler/cleaner"
+
+# Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing,
+# configuration, the summary and the cleaner. The server (`jiggler/server/launcher`) and the web app load their own
+# parts.
+module Jiggler
+  class << self
+    # The process-wide settings.
+    # @returns [Config]
+    def config
+      @config ||= Config.new
+    end
+
+    # Changes settings; each value is checked as it is set.
+    # @yields {|config| ...} the Config to set keys on with `config[:key] = value`.
+    def configure
+      yield config
+      reset_client
+      config
+    end
+
+    # Changes the client's settings only: client_concurrency, client_async, client_redis_pool, redis_url, namespace.
+    # @raises [Config::InvalidError] for a server setting.
+    def configure_client
+      configure { |config| yield ClientSettings.new(config) }
+    end
+
+    # Counters, set sizes, live processes and non-empty queues, as one Hash with string keys.
+    # @returns [Hash]
+    def summary
+      Summary.new(store).to_h
+    end
+
+    # The client that `Job.enqueue` writes through.
+    # @returns [Client]
+    def client
+      @client ||= Client.new(Store.client(config))
+    end
+
+    # Makes this process enqueue through another client (the server installs its fiber-aware one).
+    attr_writer :client
+
+    # The store the client and the summary use.
+    def store = client.store
+
+    # The logger jiggler and jobs write to; any Logger-compatible object can be set.
+    def logger
+      @logger ||= Logger.build
+    end
+
+    attr_writer :logger
+
+    private
+
+    def reset_client
+      @client = nil
+    end
+  end
+
+  # Lets `configure_client` set the client's keys only.
+  class ClientSettings
+    def initialize(config)
+      @config = config
+    end
+
+    def [](key) = @config[key]
+
+    def []=(key, value)
+      unless Config::CLIENT_KEYS.include?(key)
+        raise Config::InvalidError, "configure_client sets only #{Config::CLIENT_KEYS.join(", ")}; set #{key.inspect} with Jiggler.configure"
+      end
+      @config[key] = value
+    end
+  end
+  private_constant :ClientSettings
+end

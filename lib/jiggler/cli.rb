@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+require "optparse"
+require_relative "../jiggler"
+require_relative "config/yaml_file"
+
+module Jiggler
+  # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
+  # Signals only write to a pipe; the reactor reads it and acts: INT/TERM stop (a second one stops at once),
+  # TSTP quiets, TTIN logs every task's backtrace.
+  class CLI
+    # A reason to exit before starting, printed as one line.
+    class StartError < Error; end
+
+    SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
+    DEFAULT_CONFIG_FILE = "config/jiggler.yml"
+
+    # Runs the command.
+    # @parameter argv [Array(String)]
+    # @returns [Integer] the exit status.
+    def self.run(argv) = new.run(argv)
+
+    def run(argv)
+      $stdout.sync = true # log lines reach files and pipes as they are written
+      flags = parse(argv)
+      return 0 if flags.nil?
+      configure(flags)
+      serve
+      0
+    rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::Redis::ConnectionError => error
+      warn("jiggler: #{error.message}")
+      1
+    end
+
+    private
+
+    def parse(argv)
+      flags = {}
+      parser = options(flags)
+      parser.parse!(argv.dup)
+      flags
+    rescue SystemExit
+      nil
+    end
+
+    def options(flags)
+      OptionParser.new do |opts|
+        opts.banner = "Usage: jiggler [options]"
+        opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
+        opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
+        opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|
+          name, priority = value.split(",", 2)
+          (flags[:queues] ||= []) << (priority ? [name, Integer(priority, exception: false) || priority] : name)
+        end
+        opts.on("-r", "--require PATH", "file that loads your jobs, or a Rails app directory") { |v| flags[:require] = v }
+        opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") { |v| flags[:timeout] = v }
+        opts.on("-v", "--verbose", "log debug messages") { flags[:verbose] = true }
+        opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| flags[:config_file] = v }
+        opts.on("-V", "--version", "print the version") { puts "jiggler #{VERSION}" or exit }
+        opts.on("-h", "--help", "print this help") { puts opts or exit }
+      end
+    end
+
+    def configure(flags)
+      config = Jiggler.config
+      verbose = flags.delete(:verbose)
+      config.apply_flags(flags)
+      load_config_file(config, flags[:config_file] || config[:config_file] || default_config_file)
+      load_app(config[:require])
+      load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
+      Jiggler.logger.level = ::Logger::DEBUG if verbose
+      Jiggler.store.ping
+    end
+
+    def load_config_file(config, path)
+      return unless path
+      config.apply_file(Config::YAMLFile.load(path, config[:environment]))
+      @config_file_loaded = true
+    end
+
+    def default_config_file
+      DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE)
+    end
+
+    def load_app(path)
+      raise StartError, "nothing to load: pass the file that defines your jobs with -r FILE" unless path
+      file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
+      raise StartError, "cannot load #{file}: no such file" unless ::File.file?(file)
+      require ::File.expand_path(file)
+    rescue ScriptError, StandardError => error
+      raise if error.is_a?(StartError)
+      raise StartError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+    end
+
+    def serve
+      require_relative "server/launcher"
+      reader, writer = IO.pipe
+      SIGNAL_ACTIONS.each_key { |signal| trap(signal) { writer.write_nonblock("#{signal}\n", exception: false) } }
+      Sync do |task|
+        launcher = Server::Launcher.new(config: Jiggler.config.freeze)
+        launcher.start(parent: task)
+        handle_signals(reader, writer, launcher)
+      end
+    end
+
+    def handle_signals(reader, writer, launcher)
+      stopping = nil
+      while (line = reader.gets)
+        case SIGNAL_ACTIONS[line.chomp]
+        when :stop then stopping ? launcher.kill : (stopping = stop_in_background(launcher, writer))
+        when :quiet then launcher.quiet
+        when :dump then dump_tasks
+        else break
+        end
+      end
+    end
+
+    def stop_in_background(launcher, writer)
+      Async do
+        launcher.stop
+      ensure
+        writer.puts("STOPPED")
+      end
+    end
+
+    def dump_tasks
+      Thread.list.each { |thread| Jiggler.logger.info("thread #{thread.name}: #{thread.backtrace&.first(10)&.join(" < ")}") }
+      Jiggler.logger.info("tasks:\n#{Async::Task.current.reactor.print_hierarchy(StringIO.new).string}")
+    rescue => error
+      Jiggler.logger.warn("could not dump tasks: #{error.message}")
+    end
+  end
+end

@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+require "erb"
+require "yaml"
+
+module Jiggler
+  class Config
+    # Reads a YAML config file: ERB first, then plain string keys, with per-environment sections that override the
+    # top-level values.
+    #
+    #   concurrency: 5
+    #   queues: [critical, [default, 1]]
+    #   production:
+    #     concurrency: <%= ENV.fetch("JIGGLER_CONCURRENCY", 20) %>
+    module YAMLFile
+      module_function
+
+      # @parameter path [String]
+      # @parameter environment [String] the section to apply over the top-level values.
+      # @returns [Hash(Symbol, Object)] the settings, not yet checked.
+      # @raises [InvalidError] when the file is missing, is not valid YAML, or is not a mapping.
+      def load(path, environment)
+        data = parse(path)
+        settings = data.reject { |key, value| section?(key, value) }
+        settings.merge!(data[environment]) if data[environment].is_a?(Hash)
+        settings.to_h { |key, value| [key.to_sym, value] }
+      end
+
+      def parse(path)
+        text = ERB.new(::File.read(path)).result
+        data = YAML.safe_load(text, aliases: true) || {}
+        raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
+        data
+      rescue Errno::ENOENT, Errno::EACCES, Errno::EISDIR => error
+        raise InvalidError, "cannot read config file #{path}: #{error.message}"
+      rescue Psych::Exception, SyntaxError => error
+        raise InvalidError, "config file #{path} is not valid YAML: #{error.message}"
+      end
+
+      # A top-level mapping under a key that is not a setting is an environment section.
+      def section?(key, value)
+        value.is_a?(Hash) && !DEFAULTS.key?(key.to_sym)
+      end
+    end
+  end
+end

@@ -1,0 +1,57 @@
+# frozen_string_literal: true
+
+require_relative "../payload"
+
+module Jiggler
+  module Job
+    # A job class with options fixed, as returned by `with_options`. Every enqueue form honours the options.
+    class Enqueuer
+      attr_reader :options
+
+      def initialize(job_class, options)
+        @job_class = job_class
+        @options = options
+      end
+
+      # Returns a new enqueuer with more options applied on top of these.
+      def with_options(**options) = Enqueuer.new(@job_class, Options.merge(@options, options))
+
+      # Enqueues one job now. @returns [String] its id.
+      def enqueue(*args) = push([args]).first
+
+      # Enqueues one job per argument list; nothing is written if any list is invalid.
+      # @parameter args_list [Array(Array)]
+      # @returns [Array(String)] the ids, in order.
+      def enqueue_bulk(args_list)
+        unless args_list.is_a?(Array) && args_list.all?(Array)
+          raise ArgumentError, "enqueue_bulk takes an Array of argument Arrays, e.g. [[1, 2], [3, 4]]"
+        end
+        push(args_list)
+      end
+
+      # Enqueues one job to run after a delay. @returns [String] its id.
+      def enqueue_in(seconds, *args)
+        raise ArgumentError, "enqueue_in takes a number of seconds (got #{seconds.inspect})" unless finite?(seconds)
+        push([args], at: Time.now.to_f + seconds).first
+      end
+
+      # Enqueues one job to run at a time. @returns [String] its id.
+      def enqueue_at(time, *args)
+        at = time.is_a?(Time) ? time.to_f : time
+        raise ArgumentError, "enqueue_at takes a Time or epoch seconds (got #{time.inspect})" unless finite?(at)
+        push([args], at: at.to_f).first
+      end
+
+      private
+
+      def push(args_list, at: nil)
+        name = @job_class.name or raise ArgumentError, "anonymous classes cannot be jobs: give #{@job_class} a name"
+        args_list.each { |args| Payload.check_args!(name, args) }
+        return [] if args_list.empty?
+        Jiggler.client.push(name, args_list, @options, at: at)
+      end
+
+      def finite?(number) = number.is_a?(Numeric) && number.to_f.finite?
+    end
+  end
+end

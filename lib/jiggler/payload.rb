@@ -1,0 +1,81 @@
+# frozen_string_literal: true
+
+require "oj"
+require_relative "error"
+
+module Jiggler
+  # The JSON form of a job as it is stored: written once at enqueue, parsed once when it runs.
+  #
+  # Only JSON-native arguments are allowed (nil, true, false, Integer, finite Float, String, and Arrays and Hashes with
+  # String keys of these), so that what `perform` receives is exactly what was enqueued. Parsing is strict: untrusted
+  # payloads never turn into arbitrary Ruby objects.
+  module Payload
+    # Raised when a stored payload is not a job jiggler can read.
+    class MalformedError < Error; end
+
+    DUMP_OPTIONS = {mode: :strict}.freeze
+    LOAD_OPTIONS = {mode: :strict, bigdecimal_load: :float}.freeze
+    private_constant :DUMP_OPTIONS, :LOAD_OPTIONS
+
+    module_function
+
+    # Checks that every argument is JSON-native.
+    # @parameter job [String] the job's class name, for the message.
+    # @parameter args [Array] the arguments.
+    # @raises [ArgumentError] naming the first argument that is not.
+    def check_args!(job, args)
+      args.each_with_index do |arg, index|
+        problem = problem_with(arg)
+        next unless problem
+        raise ArgumentError, "#{job} argument #{index + 1} (#{arg.inspect[0, 100]}) is not JSON-native: #{problem}. " \
+          "Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these."
+      end
+    end
+
+    # @parameter data [Hash] a payload.
+    # @returns [String] its JSON.
+    def dump(data)
+      Oj.dump(data, DUMP_OPTIONS)
+    end
+
+    # Parses a stored job.
+    # @parameter json [String]
+    # @returns [Hash] with at least "jid", "name" and "args".
+    # @raises [MalformedError] when it is not JSON or not a job.
+    def load(json)
+      data = Oj.load(json, LOAD_OPTIONS)
+      return data if data.is_a?(Hash) && data["name"].is_a?(String) && data["args"].is_a?(Array) && data["jid"].is_a?(String)
+      raise MalformedError, "payload is not a jiggler job (needs jid, name and args): #{json.to_s[0, 200].inspect}"
+    rescue Oj::ParseError, EncodingError, TypeError => error
+      raise MalformedError, "payload is not valid JSON (#{error.message.lines.first&.strip}): #{json.to_s[0, 200].inspect}"
+    end
+
+    # Why a value is not JSON-native, or nil when it is.
+    def problem_with(value)
+      case value
+      when nil, true, false, Integer then nil
+      when Float then value.finite? ? nil : "#{value} is not a finite number"
+      when String then utf8?(value) ? nil : "string is not valid UTF-8"
+      when Array then value.lazy.filter_map { |item| problem_with(item) }.first
+      when Hash then hash_problem(value)
+      else "#{value.class} is not a JSON type"
+      end
+    rescue EncodingError
+      "string is not valid UTF-8"
+    end
+
+    def utf8?(string)
+      return string.valid_encoding? if string.encoding == Encoding::UTF_8 || string.ascii_only?
+      string.encode(Encoding::UTF_8).valid_encoding?
+    end
+
+    def hash_problem(hash)
+      hash.each do |key, item|
+        return "Hash key #{key.inspect} is a #{key.class}, not a String" unless key.is_a?(String)
+        problem = problem_with(item)
+        return problem if problem
+      end
+      nil
+    end
+  end
+end

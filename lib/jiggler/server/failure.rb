@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "../payload"
+
+module Jiggler
+  module Server
+    # Decides where a failed job goes: back to the retry set with a growing, jittered delay while it has retries
+    # left, else to the dead set. Records the error on the payload.
+    module Failure
+      BACKTRACE_LINES = 20
+      MESSAGE_LIMIT = 2_000
+      DEFAULT_RETRIES = 25
+
+      module_function
+
+      # @parameter field [String] the job's in-flight field.
+      # @parameter job [Hash] the parsed payload; changed in place.
+      # @parameter error [Exception]
+      # @parameter now [Float] epoch seconds.
+      # @returns [Array] in-flight field, "retry" or "dead", score and payload, as Store#fail takes them.
+      def record(field, job, error, now)
+        attempt = job["attempt"].to_i + 1
+        describe(job, error, attempt, now)
+        retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
+        return dead(field, job, now) if attempt > retries
+        [field, "retry", now + delay(attempt), Payload.dump(job)]
+      end
+
+      # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
+      def malformed(fetched, error, now)
+        job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => fetched.queue,
+               "raw" => fetched.payload.to_s.scrub}
+        describe(job, error, 1, now)
+        dead(fetched.field, job, now)
+      end
+
+      # Seconds before retry number `attempt` (1-based): attempt**4 + 15 plus up to 10 * attempt of jitter, so that
+      # jobs failing together do not all come back together.
+      def delay(attempt)
+        count = attempt - 1
+        count**4 + 15 + rand(10 * (count + 1))
+      end
+
+      def describe(job, error, attempt, now)
+        job["attempt"] = attempt
+        job["error_class"] = error.class.name
+        job["error_message"] = error.message.to_s.scrub[0, MESSAGE_LIMIT]
+        job["error_backtrace"] = (error.backtrace || []).first(BACKTRACE_LINES)
+        job["failed_at"] ||= now
+        job["retried_at"] = now if attempt > 1
+      end
+
+      def dead(field, job, now)
+        job["died_at"] = now
+        [field, "dead", now, Payload.dump(job)]
+      end
+    end
+  end
+end

@@ -1,0 +1,161 @@
+# frozen_string_literal: true
+
+require "async/notification"
+require "async/task"
+require_relative "fetched"
+require_relative "outage"
+
+module Jiggler
+  module Server
+    # Keeps the workers fed: each round trip acknowledges the jobs that finished since the last one and takes as many
+    # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
+    # waits for a push to be announced (or polls every IDLE_POLL seconds), so an idle server costs almost nothing.
+    class Fetcher
+      IDLE_POLL = 2.0
+      WAKE_TIMEOUT = 1.0
+      MAX_ACKS = 1000
+
+      # @parameter store [Store::Redis] a store for this fetcher alone.
+      # @parameter process [String] this process's id.
+      # @parameter config [Config]
+      # @parameter workers [Workers]
+      def initialize(store:, process:, config:, workers:, logger:)
+        @store = store
+        @process = process
+        @queues = config.queue_names
+        @reliable = config.at_least_once?
+        @dead_timeout = config[:dead_timeout]
+        @dead_max = config[:dead_max_jobs]
+        @workers = workers
+        @logger = logger
+        @outage = Outage.new("fetcher", logger)
+        @changed = Async::Notification.new
+        @acks = []
+        @failures = []
+        @token = 0
+        @state = :running
+        @pushed = true
+      end
+
+      # Starts fetching, and listening for pushes.
+      # @parameter parent [Async::Task]
+      def start(parent:)
+        @task = parent.async(annotation: "jiggler.fetcher") { run }
+        @listener = parent.async(annotation: "jiggler.fetcher.listener") { listen }
+      end
+
+      # Records a finished job, to be acknowledged (or moved to retry or dead) with the next round trip.
+      # @parameter fetched [Fetched]
+      # @parameter failure [Array | Nil] the failure record, when the job failed.
+      def done(fetched, failure)
+        failure ? @failures << failure : @acks << fetched.field
+        @changed.signal
+      end
+
+      # Stops taking new jobs; finished ones are still acknowledged.
+      def quiet
+        @state = :quiet if @state == :running
+        @changed.signal
+      end
+
+      # Stops the loops and acknowledges what is left, trying for at most `timeout` seconds.
+      # @asynchronous
+      def stop(timeout)
+        @state = :stopped
+        @changed.signal
+        @task&.wait
+        @listener&.stop
+        @store.close
+        flush(timeout)
+      end
+
+      # Acknowledgements and failures not yet written.
+      def pending = @acks.size + @failures.size
+
+      private
+
+      def run
+        loop do
+          break if @state == :stopped
+          cycle
+          @outage.recovered
+          wait(IDLE_POLL) unless more_to_do?
+        rescue => error
+          pause(@outage.failed(error))
+        end
+      end
+
+      def cycle
+        write_failures unless @failures.empty?
+        limit = (@state == :running) ? @workers.free : 0
+        return if limit <= 0 && @acks.empty?
+        @pushed = false
+        jobs = fetch(limit)
+        @workers.assign(jobs) unless jobs.empty?
+        @drained = jobs.size < limit
+      end
+
+      def fetch(limit)
+        acks = @acks.shift(MAX_ACKS)
+        reply = @store.fetch(@process, @queues, limit: limit, token: @token, acks: acks, reliable: @reliable)
+        @token += reply.size / 2
+        reply.each_slice(2).map { |field, payload| Fetched.new(field, payload) }
+      rescue
+        @acks.unshift(*acks)
+        raise
+      end
+
+      def write_failures
+        failures = @failures.dup
+        @store.fail(@process, failures, reliable: @reliable, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max)
+        @failures.shift(failures.size)
+      end
+
+      def more_to_do?
+        return false if @state == :stopped
+        return true if @acks.any? || @failures.any?
+        @state == :running && @workers.free.positive? && (@pushed || !@drained)
+      end
+
+      def listen
+        outage = Outage.new("fetcher listener", @logger)
+        loop do
+          break if @state == :stopped
+          if @store.wait_for_push(WAKE_TIMEOUT)
+            @pushed = true
+            @changed.signal
+          end
+          outage.recovered
+        rescue => error
+          pause(outage.failed(error))
+        end
+      end
+
+      def flush(timeout)
+        deadline = now + timeout
+        loop do
+          break if pending.zero? || now > deadline
+          cycle
+        rescue => error
+          @logger.error("fetcher: could not acknowledge #{pending} jobs at shutdown (#{error.message}); retrying")
+          Async::Task.current.sleep(0.1)
+        end
+        pending
+      end
+
+      def wait(seconds)
+        Async::Task.current.with_timeout(seconds) { @changed.wait }
+      rescue Async::TimeoutError
+        nil
+      end
+
+      # Waits out a back-off; only a stop cuts it short.
+      def pause(seconds)
+        deadline = now + seconds
+        wait(deadline - now) while @state != :stopped && now < deadline
+      end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

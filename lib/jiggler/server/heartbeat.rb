@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+require_relative "outage"
+require_relative "../payload"
+
+module Jiggler
+  module Server
+    # Registers the process and refreshes its registration every `interval` seconds, on a thread of its own: a job
+    # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
+    class Heartbeat
+      # @parameter store [Store::Redis] a store on a connection of its own (used from this thread only).
+      # @parameter identity [Identity]
+      # @parameter workers [Workers] asked for the jobs running now.
+      # @parameter interval [Numeric] seconds between beats; the registration lives three intervals.
+      def initialize(store:, identity:, workers:, interval:, logger:)
+        @store = store
+        @identity = identity
+        @workers = workers
+        @interval = interval
+        @outage = Outage.new("heartbeat", logger)
+        @mutex = Thread::Mutex.new
+        @wakeup = Thread::ConditionVariable.new
+        @stopping = false
+      end
+
+      # Beats once now, then every interval on a background thread.
+      # @raises [Store::Redis::ConnectionError] when the first beat fails.
+      def start
+        beat
+        @thread = Thread.new { run }
+        @thread.name = "jiggler.heartbeat"
+      end
+
+      # Stops the thread and removes the registration.
+      # @parameter unregister [Boolean] false keeps the registration to expire, so the jobs left in flight are found.
+      def stop(unregister: true)
+        @mutex.synchronize do
+          @stopping = true
+          @wakeup.signal
+        end
+        @thread&.join(@interval + 1)
+        @store.unregister(@identity.id) if unregister
+      ensure
+        @store.close
+      end
+
+      private
+
+      def run
+        until stopped_after_interval?
+          begin
+            beat
+            @outage.recovered
+          rescue => error
+            @outage.failed(error)
+          end
+        end
+      end
+
+      # Waits one interval, or less when `stop` is called; returns whether it was.
+      def stopped_after_interval?
+        @mutex.synchronize do
+          @wakeup.wait(@mutex, @interval) unless @stopping
+          @stopping
+        end
+      end
+
+      def beat
+        info = Payload.dump(@identity.info(@workers.current_jobs))
+        @store.beat(@identity.id, info, @interval * 3)
+      end
+    end
+  end
+end

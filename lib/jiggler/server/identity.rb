@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require "socket"
+
+module Jiggler
+  module Server
+    # Who this server process is: its id in the process registry and what its heartbeat reports.
+    class Identity
+      attr_reader :id, :name
+
+      # @parameter config [Config]
+      def initialize(config)
+        @config = config
+        @name = "jiggler:svr:#{SecureRandom.hex(6)}"
+        @started_at = Time.now.to_i
+        @hostname = Socket.gethostname
+        @id = [@name, config[:concurrency], config[:timeout], config.queue_names.join(","),
+          config[:poller_enabled] ? 1 : 0, @started_at, Process.pid, @hostname].join(":")
+      end
+
+      # What the summary shows for this process.
+      # @parameter current_jobs [Hash] the jobs running now.
+      # @returns [Hash]
+      def info(current_jobs)
+        {
+          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
+          "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
+          "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
+          "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname
+        }
+      end
+
+      # Resident memory in kilobytes (0 where /proc is missing).
+      def rss
+        pages = ::File.read("/proc/self/statm").split[1].to_i
+        pages * PAGE_KB
+      rescue SystemCallError
+        0
+      end
+
+      PAGE_KB = begin
+        require "etc"
+        Etc.sysconf(Etc::SC_PAGESIZE) / 1024
+      rescue NotImplementedError, NameError
+        4
+      end
+      private_constant :PAGE_KB
+    end
+  end
+end

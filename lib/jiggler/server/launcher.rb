@@ -1,0 +1,103 @@
+# frozen_string_literal: true
+
+require "async"
+require_relative "../../jiggler"
+require_relative "identity"
+require_relative "processor"
+require_relative "workers"
+require_relative "fetcher"
+require_relative "scheduler"
+require_relative "heartbeat"
+
+module Jiggler
+  module Server
+    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher and scheduler; `quiet` stops
+    # fetching; `stop` lets running jobs finish for up to `timeout` seconds, stops the rest and puts every unfinished
+    # job back in its queue; `kill` skips the wait.
+    class Launcher
+      # Seconds allowed for the last acknowledgements and the requeue once the workers are done.
+      FINISH_TIMEOUT = 4
+
+      attr_reader :identity
+
+      # @parameter config [Config] frozen settings.
+      def initialize(config:, logger: Jiggler.logger)
+        @config = config
+        @logger = logger
+        @identity = Identity.new(config)
+        @workers = Workers.new(concurrency: config[:concurrency], processor: Processor.new(logger: logger))
+        @store = Store.dedicated(config)
+        @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
+        @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger) if config[:poller_enabled]
+        @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
+          interval: config[:stats_interval], logger: logger)
+      end
+
+      # Starts every part inside the running reactor.
+      # @parameter parent [Async::Task]
+      # @raises [Store::Redis::ConnectionError] when the store cannot be reached.
+      def start(parent: Async::Task.current)
+        Jiggler.client = Client.new(Store.server(@config, size: @config[:client_concurrency])) unless @config[:client_redis_pool]
+        @heartbeat.start
+        @workers.start(parent: parent, reporter: @fetcher)
+        @fetcher.start(parent: parent)
+        @scheduler&.start(parent: parent)
+        @logger.info(started_message)
+      end
+
+      # Stops fetching new jobs; running jobs go on and the process stays registered.
+      def quiet
+        @logger.info("quiet: no new jobs will be fetched")
+        @fetcher.quiet
+      end
+
+      # Shuts down: see the class comment. Delivery is at-least-once: a job stopped midway runs again elsewhere.
+      # @asynchronous
+      def stop
+        @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
+        @fetcher.quiet
+        @scheduler&.stop
+        unstarted = @workers.drain
+        interrupted = @workers.stop(@config[:timeout])
+        finish(unstarted, interrupted)
+      end
+
+      # Stops the running jobs now (a second TERM or INT during `stop`).
+      def kill
+        @logger.warn("stopping at once: running jobs are interrupted and go back to their queues")
+        @workers.stop(0)
+      end
+
+      private
+
+      def finish(unstarted, interrupted)
+        left = Async::Task.current.with_timeout(FINISH_TIMEOUT) do
+          @fetcher.stop(FINISH_TIMEOUT)
+          return_jobs(unstarted)
+        end
+        @heartbeat.stop(unregister: left.zero?)
+        @logger.info("stopped: #{interrupted} jobs interrupted; unfinished jobs are back in their queues") if left.zero?
+      rescue => error
+        @heartbeat.stop(unregister: false)
+        @logger.error("stopped, but unfinished jobs stay in flight for recovery: #{error.class}: #{error.message}")
+      end
+
+      # Puts jobs that did not finish back in their queues; returns how many could not be.
+      def return_jobs(unstarted)
+        if @config.at_least_once?
+          @store.requeue(@identity.id)
+          @store.in_flight_count(@identity.id)
+        else
+          unstarted.group_by(&:queue).each { |queue, jobs| @store.push(queue, jobs.map(&:payload)) }
+          0
+        end
+      end
+
+      def started_message
+        queues = @config[:queues].map { |name, priority| "#{name}(#{priority})" }.join(", ")
+        "jiggler #{VERSION} started: #{@identity.id}, concurrency #{@config[:concurrency]}, queues #{queues}, " \
+          "#{@config[:mode]}, #{@store.description}"
+      end
+    end
+  end
+end

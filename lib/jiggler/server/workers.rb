@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+require "async/notification"
+require "async/task"
+
+module Jiggler
+  module Server
+    # A fixed set of worker fibers, started once and reused for every job. Fetched jobs are handed to idle workers;
+    # each finished job is reported to the fetcher, which acknowledges it with the next fetch.
+    class Workers
+      attr_reader :concurrency
+
+      # @parameter concurrency [Integer] how many jobs run at once.
+      # @parameter processor [Processor] runs one job.
+      def initialize(concurrency:, processor:)
+        @concurrency = concurrency
+        @processor = processor
+        @jobs = []
+        @idle = []
+        @running = {}
+        @stopping = false
+        @tasks = []
+      end
+
+      # Starts the worker fibers.
+      # @parameter parent [Async::Task]
+      # @parameter reporter [#done] told of every finished job as `done(fetched, failure_or_nil)`.
+      def start(parent:, reporter:)
+        @reporter = reporter
+        @tasks = Array.new(@concurrency) do |index|
+          parent.async(annotation: "jiggler.worker.#{index}") { run(Async::Notification.new) }
+        end
+      end
+
+      # Hands fetched jobs to the workers.
+      # @parameter jobs [Array(Fetched)]
+      def assign(jobs)
+        @jobs.concat(jobs)
+        jobs.size.times do
+          idle = @idle.shift or break
+          idle.signal
+        end
+      end
+
+      # How many more jobs the workers can take without anything waiting.
+      def free = @concurrency - @running.size - @jobs.size
+
+      # The jobs running now, by in-flight field: queue, payload and start time.
+      # @returns [Hash] a copy, safe to read from another thread.
+      def current_jobs = @running.dup
+
+      # Takes back the jobs that were assigned but have not started.
+      # @returns [Array(Fetched)]
+      def drain
+        jobs = @jobs.dup
+        @jobs.clear
+        jobs
+      end
+
+      # Lets running jobs finish, waiting at most `timeout` seconds, then stops the rest.
+      # @returns [Integer] how many jobs were stopped before they finished.
+      # @asynchronous
+      def stop(timeout)
+        @stopping = true
+        @idle.each(&:signal).clear
+        Async::Task.current.with_timeout(timeout) { @tasks.each(&:wait) }
+        0
+      rescue Async::TimeoutError
+        unfinished = @running.size
+        @tasks.each(&:stop)
+        unfinished
+      end
+
+      private
+
+      def run(wakeup)
+        until @stopping
+          job = @jobs.shift
+          if job
+            work(job)
+          else
+            @idle << wakeup
+            wakeup.wait
+          end
+        end
+      end
+
+      def work(job)
+        @running[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => Time.now.to_f}
+        failure = @processor.call(job)
+        @running.delete(job.field)
+        @reporter.done(job, failure)
+      end
+    end
+  end
+end

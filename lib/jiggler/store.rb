@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+require_relative "store/redis"
+
+module Jiggler
+  # Stores hold queues, scheduled, retry and dead jobs, in-flight records, processes and counters. Only store classes
+  # know the database; everything else talks to the store interface.
+  module Store
+    module_function
+
+    # The store the client enqueues through: a thread-safe pool by default, a fiber pool with `client_async`, or the
+    # pool given as `client_redis_pool`.
+    # @parameter config [Config]
+    def client(config)
+      redis = Redis::Connection.config(config[:redis_url])
+      pool = config[:client_redis_pool] || client_pool(config, redis)
+      Redis.new(pool: pool, namespace: config[:namespace], config: redis)
+    end
+
+    # The store a server's fibers share.
+    # @parameter size [Integer] connections at most.
+    def server(config, size:)
+      redis = Redis::Connection.config(config[:redis_url])
+      Redis.new(pool: Redis::Connection.fiber_pool(redis, size), namespace: config[:namespace], config: redis)
+    end
+
+    # A store on one connection of its own, for a thread outside the reactor (the heartbeat).
+    def dedicated(config)
+      redis = Redis::Connection.config(config[:redis_url])
+      Redis.new(pool: redis.new_client, namespace: config[:namespace], config: redis)
+    end
+
+    def client_pool(config, redis)
+      size = config[:client_concurrency]
+      config[:client_async] ? Redis::Connection.fiber_pool(redis, size) : Redis::Connection.thread_pool(redis, size)
+    end
+  end
+end

@@ -1,0 +1,200 @@
+# frozen_string_literal: true
+
+require_relative "redis/connection"
+require_relative "redis/script"
+require_relative "redis/keys"
+require_relative "redis/admin"
+require_relative "../payload"
+require_relative "../error"
+
+module Jiggler
+  module Store
+    # The Redis store: queues are lists, scheduled, retry and dead jobs are sorted sets scored by time, and each
+    # process records the jobs it holds in its own in-flight hash. Every move between places is one Lua script.
+    #
+    # All keys of a namespace share one hash tag (`{jiggler}:...`), so the scripts also work on Redis Cluster.
+    class Redis
+      # Raised when the store cannot be reached.
+      class ConnectionError < Error; end
+
+      include Admin
+
+      CHUNK = 1000
+      SCRIPTS = %w[push fetch fail schedule requeue].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      private_constant :CHUNK, :SCRIPTS
+
+      attr_reader :keys
+
+      # @parameter pool [#with | #acquire] a ConnectionPool, an Async::Pool or a single RedisClient.
+      # @parameter namespace [String] the prefix of every key.
+      # @parameter config [RedisClient::Config | Nil] used to open the subscription that wakes idle servers.
+      def initialize(pool:, namespace: "jiggler", config: nil)
+        @pool = pool
+        @checkout = pool.respond_to?(:acquire) ? :acquire : :with
+        @keys = Keys.new(namespace)
+        @config = config
+      end
+
+      # A human name for logs.
+      def description
+        "Redis #{@config&.server_url || "(custom pool)"} namespace #{@keys.namespace.inspect}"
+      end
+
+      # Raises ConnectionError unless the store answers.
+      def ping
+        with { |redis| redis.call("PING") }
+      end
+
+      # Appends jobs to a queue; idle servers are woken.
+      # @parameter queue [String]
+      # @parameter payloads [Array(String)]
+      def push(queue, payloads)
+        with do |redis|
+          payloads.each_slice(CHUNK) do |chunk|
+            SCRIPTS[:push].call(redis, [@keys.queue(queue), @keys.queues], [queue, @keys.wake, *chunk])
+          end
+        end
+      end
+
+      # Adds jobs to the scheduled set.
+      # @parameter entries [Array([Float, String])] pairs of run-at time (epoch seconds) and payload.
+      def schedule(entries)
+        with do |redis|
+          entries.each_slice(CHUNK) { |chunk| redis.call_v(["ZADD", @keys.scheduled, *chunk.flatten(1)]) }
+        end
+      end
+
+      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first.
+      # @parameter process [String] the fetching process's id.
+      # @parameter queues [Array(String)] queue names in priority order.
+      # @parameter limit [Integer] at most this many jobs (0 only acknowledges).
+      # @parameter token [Integer] the first unused in-flight token of this process.
+      # @parameter acks [Array(String)] in-flight fields of jobs that finished.
+      # @parameter reliable [Boolean] record fetched jobs in flight (at-least-once).
+      # @returns [Array(String)] in-flight field and payload, alternating.
+      def fetch(process, queues, limit:, token:, acks: [], reliable: true)
+        keys = [@keys.in_flight(process), @keys.processed, *queues.map { |name| @keys.queue(name) }]
+        argv = [limit, token, reliable ? 1 : 0, acks.size, *acks, *queues]
+        with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) }
+      end
+
+      # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+      # @parameter failures [Array([String, String, Float, String])] in-flight field, "retry" or "dead", score, payload.
+      # @parameter dead_cutoff [Float] dead jobs older than this epoch time are dropped.
+      # @parameter dead_max [Integer] the dead set keeps at most this many jobs.
+      def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
+        keys = [@keys.in_flight(process), @keys.retry, @keys.dead, @keys.failures]
+        with { |redis| SCRIPTS[:fail].call(redis, keys, [reliable ? 1 : 0, dead_cutoff, dead_max, *failures.flatten(1)]) }
+      end
+
+      # Puts every job a process holds in flight back at the head of its queue.
+      # @returns [Integer] how many jobs went back.
+      def requeue(process)
+        key = @keys.in_flight(process)
+        with do |redis|
+          redis.call("HKEYS", key).each_slice(CHUNK).sum do |fields|
+            queues = fields.map { |field| field.split("|", 2).last }
+            keys = [key, @keys.queues, *queues.map { |name| @keys.queue(name) }]
+            SCRIPTS[:requeue].call(redis, keys, [@keys.wake, *fields.zip(queues).flatten(1)])
+          end
+        end
+      end
+
+      # How many jobs a process holds in flight.
+      def in_flight_count(process)
+        with { |redis| redis.call("HLEN", @keys.in_flight(process)) }
+      end
+
+      # Moves due scheduled jobs and retries to their queues.
+      # @parameter now [Float] epoch seconds.
+      # @returns [Integer] how many jobs moved.
+      def enqueue_due(now)
+        [[@keys.scheduled, "queue"], [@keys.retry, "retry_queue"]].sum do |set, queue_field|
+          enqueue_due_from(set, queue_field, now)
+        end
+      end
+
+      # Registers a live process, or refreshes its registration.
+      # @parameter process [String] its id.
+      # @parameter info [String] JSON shown by the summary.
+      # @parameter ttl [Numeric] seconds until the registration expires without another heartbeat.
+      def beat(process, info, ttl)
+        with do |redis|
+          redis.pipelined do |pipeline|
+            pipeline.call("ZADD", @keys.processes, Time.now.to_f, process)
+            pipeline.call("SET", @keys.process(process), info, "PX", (ttl * 1000).to_i)
+          end
+        end
+      end
+
+      # Removes a process's registration; its in-flight hash, if any jobs are left there, stays for recovery.
+      def unregister(process)
+        with do |redis|
+          redis.pipelined do |pipeline|
+            pipeline.call("ZREM", @keys.processes, process)
+            pipeline.call("DEL", @keys.process(process))
+          end
+        end
+      end
+
+      # Waits until a job is pushed to an empty queue, or the timeout passes.
+      # @returns [Boolean] whether a push was seen.
+      # @asynchronous
+      def wait_for_push(timeout)
+        @subscription ||= subscribe
+        event = @subscription.next_event(timeout)
+        !event.nil?
+      rescue ::RedisClient::Error, IOError => error
+        @subscription&.close
+        @subscription = nil
+        raise ConnectionError, "subscription lost: #{error.message}"
+      end
+
+      # Closes the subscription (the pool belongs to whoever passed it).
+      def close
+        @subscription&.close
+        @subscription = nil
+      end
+
+      # Runs a block with a connection from the pool, turning connection failures into ConnectionError.
+      def with(&block)
+        @pool.public_send(@checkout, &block)
+      rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
+        raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
+      end
+
+      private
+
+      def subscribe
+        raise ConnectionError, "no Redis config to subscribe with" unless @config
+        subscription = @config.new_client.pubsub
+        subscription.call("SUBSCRIBE", @keys.wake)
+        subscription
+      end
+
+      def enqueue_due_from(set, queue_field, now)
+        total = 0
+        loop do
+          members = with { |redis| redis.call("ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, 100) }
+          return total if members.empty?
+          total += move_due(set, members.map { |member| due_move(member, queue_field, now) })
+          return total if members.size < 100
+        end
+      end
+
+      def due_move(member, queue_field, now)
+        data = Payload.load(member)
+        queue = data[queue_field] || data["queue"] || "default"
+        data["enqueued_at"] = now
+        [member, queue, Payload.dump(data)]
+      rescue Payload::MalformedError
+        [member, "default", member]
+      end
+
+      def move_due(set, moves)
+        keys = [set, @keys.queues, *moves.map { |_, queue, _| @keys.queue(queue) }]
+        with { |redis| SCRIPTS[:schedule].call(redis, keys, [@keys.wake, *moves.flatten(1)]) }
+      end
+    end
+  end
+end

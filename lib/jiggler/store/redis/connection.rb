@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+require "redis-client"
+
+module Jiggler
+  module Store
+    class Redis
+      # Builds Redis connections and pools with timeouts on every call.
+      module Connection
+        DEFAULT_URL = "redis://127.0.0.1:6379/0"
+        TIMEOUTS = {connect_timeout: 2.0, read_timeout: 5.0, write_timeout: 5.0}.freeze
+
+        # A connection that Async::Pool can manage; it reconnects by itself after an error.
+        class Pooled < ::RedisClient
+          def concurrency = 1
+
+          def viable? = !@retired
+
+          def reusable? = !@retired
+
+          def closed? = !!@retired
+
+          def close
+            @retired = true
+            super
+          end
+        end
+
+        module_function
+
+        # @parameter url [String | Nil] a redis:// or rediss:// URL; nil means the local default.
+        # @returns [RedisClient::Config]
+        def config(url)
+          ::RedisClient.config(url: url || DEFAULT_URL, reconnect_attempts: 0, **TIMEOUTS)
+        end
+
+        # A pool for threads (and plain Ruby): ConnectionPool of `size` connections.
+        def thread_pool(config, size)
+          require "connection_pool"
+          ConnectionPool.new(size: size, timeout: TIMEOUTS[:connect_timeout] * 2) { config.new_client }
+        end
+
+        # A pool for fibers: waiting for a connection lets other fibers run.
+        def fiber_pool(config, size)
+          require "async/pool"
+          Async::Pool::Controller.wrap(limit: size) { Pooled.new(config) }
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Store
+    class Redis
+      # The names of every key in a namespace. All share the hash tag `{namespace}`, so one script may touch any of
+      # them on Redis Cluster.
+      class Keys
+        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake
+
+        def initialize(namespace)
+          @namespace = namespace
+          @prefix = "{#{namespace}}:"
+          @queues = "#{@prefix}queues"
+          @scheduled = "#{@prefix}scheduled"
+          @retry = "#{@prefix}retry"
+          @dead = "#{@prefix}dead"
+          @processed = "#{@prefix}stats:processed"
+          @failures = "#{@prefix}stats:failures"
+          @processes = "#{@prefix}processes"
+          @wake = "#{@prefix}wake"
+        end
+
+        # The list holding a queue's jobs.
+        def queue(name) = "#{@prefix}queue:#{name}"
+
+        # The hash of jobs a process holds in flight.
+        def in_flight(process) = "#{@prefix}in_flight:#{process}"
+
+        # The key holding a live process's description.
+        def process(id) = "#{@prefix}process:#{id}"
+      end
+    end
+  end
+end

@@ -1,0 +1,38 @@
+-- Acknowledges finished jobs, then takes up to a limit of jobs from the queues in order (strict priority) and, in
+-- at-least-once mode, records each in the process's in-flight hash in the same step.
+-- KEYS[1] in-flight hash, KEYS[2] processed counter, KEYS[3..] queue lists
+-- ARGV[1] limit, ARGV[2] first token, ARGV[3] "1" to record in flight, ARGV[4] ack count n,
+-- ARGV[5 .. 4+n] in-flight fields to acknowledge, ARGV[5+n ..] queue names (one per queue list)
+local acks = tonumber(ARGV[4])
+if acks > 0 then
+  if ARGV[3] == "1" then
+    redis.call("HDEL", KEYS[1], unpack(ARGV, 5, 4 + acks))
+  end
+  redis.call("INCRBY", KEYS[2], acks)
+end
+
+local limit = tonumber(ARGV[1])
+local token = tonumber(ARGV[2])
+local names = 4 + acks
+local fetched = {}
+local records = {}
+for i = 3, #KEYS do
+  if limit <= 0 then break end
+  local jobs = redis.call("RPOP", KEYS[i], limit)
+  if jobs then
+    local name = ARGV[names + i - 2]
+    for _, payload in ipairs(jobs) do
+      local field = string.format("%d|%s", token, name)
+      token = token + 1
+      fetched[#fetched + 1] = field
+      fetched[#fetched + 1] = payload
+      records[#records + 1] = field
+      records[#records + 1] = payload
+    end
+    limit = limit - #jobs
+  end
+end
+if ARGV[3] == "1" and #records > 0 then
+  redis.call("HSET", KEYS[1], unpack(records))
+end
+return fetched
