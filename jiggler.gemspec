@@ -9,7 +9,7 @@ Gem::Specification.new do |spec|
   spec.description = "Jiggler runs Ruby background jobs on Socketry Async fibers with at-least-once delivery, " \
     "batched fetches and acknowledgements, retries, scheduled jobs and a dead set, backed by Redis."
   spec.authors = ["jiggler contributors"]
-  spec.license = "LGPL-3.0-or-later"
+  spec.license = "MIT"
   spec.homepage = "https://rubygems.org/gems/jiggler"
   spec.required_ruby_version = ">= 3.1"
 

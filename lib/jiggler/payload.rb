@@ -13,8 +13,10 @@ module Jiggler
     # Raised when a stored payload is not a job jiggler can read.
     class MalformedError < Error; end
 
-    DUMP_OPTIONS = {mode: :strict}.freeze
-    LOAD_OPTIONS = {mode: :strict, bigdecimal_load: :float}.freeze
+    # Options are spelled out so an app's Oj.default_options cannot change what jobs receive: floats keep every
+    # digit, keys stay Strings.
+    DUMP_OPTIONS = {mode: :strict, float_precision: 0}.freeze
+    LOAD_OPTIONS = {mode: :strict, bigdecimal_load: :float, symbol_keys: false}.freeze
     private_constant :DUMP_OPTIONS, :LOAD_OPTIONS
 
     module_function
@@ -22,12 +24,14 @@ module Jiggler
     # Checks that every argument is JSON-native.
     # @parameter job [String] the job's class name, for the message.
     # @parameter args [Array] the arguments.
+    # @parameter list [Integer | Nil] the position of `args` in an enqueue_bulk call, for the message.
     # @raises [ArgumentError] naming the first argument that is not.
-    def check_args!(job, args)
+    def check_args!(job, args, list: nil)
       args.each_with_index do |arg, index|
         problem = problem_with(arg)
         next unless problem
-        raise ArgumentError, "#{job} argument #{index + 1} (#{arg.inspect[0, 100]}) is not JSON-native: #{problem}. " \
+        where = list ? " in argument list #{list + 1}" : ""
+        raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{arg.inspect[0, 100]}) is not JSON-native: #{problem}. " \
           "Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these."
       end
     end
@@ -72,6 +76,7 @@ module Jiggler
     def hash_problem(hash)
       hash.each do |key, item|
         return "Hash key #{key.inspect} is a #{key.class}, not a String" unless key.is_a?(String)
+        return "Hash key #{key.inspect} is not valid UTF-8" unless utf8?(key)
         problem = problem_with(item)
         return problem if problem
       end

@@ -6,6 +6,7 @@ module Jiggler
     module Rules
       MODES = %i[at_least_once at_most_once].freeze
       QUEUE_NAME = /\A[^\s|{}]+\z/
+      REDIS_URL = %r{\A(redis|rediss|unix)://.+}
 
       module_function
 
@@ -16,7 +17,8 @@ module Jiggler
         when :client_concurrency, :concurrency, :dead_max_jobs then positive_integer(key, value)
         when :timeout, :stats_interval, :poll_interval, :dead_timeout then positive_number(key, value)
         when :client_async, :poller_enabled then boolean(key, value)
-        when :environment, :require, :redis_url, :config_file then optional_string(key, value)
+        when :environment, :require, :config_file then optional_string(key, value)
+        when :redis_url then redis_url(value)
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
@@ -30,6 +32,8 @@ module Jiggler
         list = value.is_a?(String) ? [value] : value
         fail!(:queues, "a non-empty Array of names or [name, priority] pairs", value) unless list.is_a?(Array) && list.any?
         pairs = list.map { |entry| queue_pair(entry) }
+        repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
+        fail!(:queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
         pairs.each_with_index.sort_by { |(_, priority), index| [-priority, index] }.map(&:first)
       end
 
@@ -44,6 +48,11 @@ module Jiggler
           fail!(:queues, "names without spaces, '|' or braces, or [name, Integer priority] pairs", entry)
         end
         [name, priority]
+      end
+
+      def redis_url(value)
+        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
+        fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
       end
 
       def mode(value)

@@ -22,7 +22,12 @@ module Jiggler
       def load(path, environment)
         data = parse(path)
         settings = data.reject { |key, value| section?(key, value) }
-        settings.merge!(data[environment]) if data[environment].is_a?(Hash)
+        section = data[environment]
+        if section.is_a?(Hash)
+          odd = section.keys.reject { |key| key.is_a?(String) }
+          raise InvalidError, "config file #{path} has keys that are not setting names in #{environment}: #{odd.map(&:inspect).join(", ")}" if odd.any?
+          settings.merge!(section)
+        end
         settings.to_h { |key, value| [key.to_sym, value] }
       end
 
@@ -30,6 +35,8 @@ module Jiggler
         text = ERB.new(::File.read(path)).result
         data = YAML.safe_load(text, aliases: true) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
+        odd = data.keys.reject { |key| key.is_a?(String) }
+        raise InvalidError, "config file #{path} has keys that are not setting names: #{odd.map(&:inspect).join(", ")}" if odd.any?
         data
       rescue Errno::ENOENT, Errno::EACCES, Errno::EISDIR => error
         raise InvalidError, "cannot read config file #{path}: #{error.message}"

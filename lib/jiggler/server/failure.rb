@@ -30,7 +30,7 @@ module Jiggler
       # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
       def malformed(fetched, error, now)
         job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => fetched.queue,
-               "raw" => fetched.payload.to_s.scrub}
+               "raw" => utf8(fetched.payload)}
         describe(job, error, 1, now)
         dead(fetched.field, job, now)
       end
@@ -45,10 +45,24 @@ module Jiggler
       def describe(job, error, attempt, now)
         job["attempt"] = attempt
         job["error_class"] = error.class.name
-        job["error_message"] = error.message.to_s.scrub[0, MESSAGE_LIMIT]
-        job["error_backtrace"] = (error.backtrace || []).first(BACKTRACE_LINES)
+        job["error_message"] = utf8(message(error))[0, MESSAGE_LIMIT]
+        job["error_backtrace"] = (error.backtrace || []).first(BACKTRACE_LINES).map { |line| utf8(line) }
         job["failed_at"] ||= now
         job["retried_at"] = now if attempt > 1
+      end
+
+      # An error's message; a job's own exception class may fail to build one.
+      def message(error)
+        error.message
+      rescue Exception => problem # rubocop:disable Lint/RescueException -- a broken message must not stop the worker
+        "(#{error.class}#message raised #{problem.class})"
+      end
+
+      # Text as valid UTF-8: binary strings are read as UTF-8, other encodings converted; bad bytes become U+FFFD.
+      def utf8(text)
+        text = text.to_s
+        return text.dup.force_encoding(Encoding::UTF_8).scrub if text.encoding == Encoding::BINARY
+        text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
       end
 
       def dead(field, job, now)

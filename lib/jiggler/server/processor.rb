@@ -54,7 +54,7 @@ module Jiggler
         record = Failure.record(fetched.field, job, error, Time.now.to_f)
         @logger.error do
           "#{(record[1] == "dead") ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
-            "attempt=#{job["attempt"]} #{error.class}: #{error.message}"
+            "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
         end
         record
       end

@@ -20,7 +20,7 @@ module Jiggler
       include Admin
 
       CHUNK = 1000
-      SCRIPTS = %w[push fetch fail schedule requeue].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push fetch fail move].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :SCRIPTS
 
       attr_reader :keys
@@ -93,9 +93,7 @@ module Jiggler
         key = @keys.in_flight(process)
         with do |redis|
           redis.call("HKEYS", key).each_slice(CHUNK).sum do |fields|
-            queues = fields.map { |field| field.split("|", 2).last }
-            keys = [key, @keys.queues, *queues.map { |name| @keys.queue(name) }]
-            SCRIPTS[:requeue].call(redis, keys, [@keys.wake, *fields.zip(queues).flatten(1)])
+            move(redis, key, "in_flight", fields.map { |field| [field, field.split("|", 2).last, ""] })
           end
         end
       end
@@ -143,7 +141,7 @@ module Jiggler
       def wait_for_push(timeout)
         @subscription ||= subscribe
         event = @subscription.next_event(timeout)
-        !event.nil?
+        event&.first == "message"
       rescue ::RedisClient::Error, IOError => error
         @subscription&.close
         @subscription = nil
@@ -157,7 +155,9 @@ module Jiggler
       end
 
       # Runs a block with a connection from the pool, turning connection failures into ConnectionError.
+      # A fiber pool used outside a reactor (a script, a console) gets a short-lived one.
       def with(&block)
+        return Sync { with(&block) } if @checkout == :acquire && defined?(Async::Task) && !Async::Task.current?
         @pool.public_send(@checkout, &block)
       rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
         raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
@@ -177,7 +177,7 @@ module Jiggler
         loop do
           members = with { |redis| redis.call("ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, 100) }
           return total if members.empty?
-          total += move_due(set, members.map { |member| due_move(member, queue_field, now) })
+          total += with { |redis| move(redis, set, "set", members.map { |member| due_move(member, queue_field, now) }) }
           return total if members.size < 100
         end
       end
@@ -191,9 +191,10 @@ module Jiggler
         [member, "default", member]
       end
 
-      def move_due(set, moves)
-        keys = [set, @keys.queues, *moves.map { |_, queue, _| @keys.queue(queue) }]
-        with { |redis| SCRIPTS[:schedule].call(redis, keys, [@keys.wake, *moves.flatten(1)]) }
+      # Runs move.lua for [item, queue, payload] triples.
+      def move(redis, source, kind, moves)
+        keys = [source, @keys.queues, *moves.map { |_, queue, _| @keys.queue(queue) }]
+        SCRIPTS[:move].call(redis, keys, [@keys.wake, kind, *moves.flatten(1)])
       end
     end
   end

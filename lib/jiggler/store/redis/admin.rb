@@ -32,7 +32,7 @@ module Jiggler
         # The live processes and what each last reported.
         # @returns [Hash(String, String)] process id to its JSON description.
         def processes
-          ids = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
+          ids = registered_processes
           return {} if ids.empty?
           infos = with { |redis| redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }]) }
           ids.zip(infos).to_h.compact
@@ -77,22 +77,27 @@ module Jiggler
           with { |redis| redis.call("DEL", @keys.public_send(counter)) }
         end
 
-        # Forgets every registered process, and the jobs they held in flight.
+        # Forgets every registered process. Jobs held by processes that are gone go back to their queues first; live
+        # processes keep theirs and register again with their next heartbeat.
         def clear_processes
-          ids = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
-          stale = ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }
-          with { |redis| redis.call_v(["DEL", @keys.processes, *stale]) }
+          ids = registered_processes
+          live = processes.keys
+          (ids - live).each { |id| requeue(id) }
+          with { |redis| redis.call_v(["DEL", @keys.processes, *ids.map { |id| @keys.process(id) }]) }
         end
 
-        # Deletes all of the namespace's data.
+        # Deletes all of the namespace's data, jobs in flight included.
         def clear_all
+          ids = registered_processes
+          with { |redis| redis.call_v(["DEL", @keys.processes, *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }]) }
           clear_all_queues
           SETS.each { |set| clear_set(set) }
           COUNTERS.each { |counter| reset_counter(counter) }
-          clear_processes
         end
 
         private
+
+        def registered_processes = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
 
         def set_key(set)
           raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set)

@@ -42,6 +42,7 @@ module Jiggler
 
         # A pool for fibers: waiting for a connection lets other fibers run.
         def fiber_pool(config, size)
+          require "async"
           require "async/pool"
           Async::Pool::Controller.wrap(limit: size) { Pooled.new(config) }
         end

@@ -32,7 +32,10 @@ for i = 3, #KEYS do
     limit = limit - #jobs
   end
 end
-if ARGV[3] == "1" and #records > 0 then
-  redis.call("HSET", KEYS[1], unpack(records))
+-- In slices: Lua's unpack takes a few thousand values at most.
+if ARGV[3] == "1" then
+  for first = 1, #records, 1000 do
+    redis.call("HSET", KEYS[1], unpack(records, first, math.min(first + 999, #records)))
+  end
 end
 return fetched

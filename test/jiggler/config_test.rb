@@ -1,0 +1,280 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+describe Jiggler::Config do
+  # key => [words the error message must hold, values the key must refuse]
+  invalid_values = {
+    client_concurrency: ["a positive Integer", [0, -1, 1.5, "10", nil]],
+    concurrency: ["a positive Integer", [0, -3, 2.0, "12", nil]],
+    dead_max_jobs: ["a positive Integer", [0, -1, 10.5, "100", nil]],
+    timeout: ["a positive number of seconds", [0, -1, "25", nil, Float::INFINITY, Float::NAN]],
+    stats_interval: ["a positive number of seconds", [0, -2, "5", nil, Float::INFINITY]],
+    poll_interval: ["a positive number of seconds", [0, -0.5, "1", nil, Float::NAN]],
+    dead_timeout: ["a positive number of seconds", [0, -60, "1d", nil, Float::INFINITY]],
+    client_async: ["true or false", [nil, "true", 1, 0, :yes]],
+    poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
+    namespace: ["a non-empty String", ["", nil, :jiggler, 1]],
+    environment: ["a non-empty String", ["", :production, 1]],
+    require: ["a non-empty String", ["", :jobs, 1]],
+    redis_url: ["redis://", ["localhost:6379", "http://localhost:6379", "", :local, 6379]],
+    config_file: ["a non-empty String", ["", :jiggler, 1]],
+    client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
+    queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
+      [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil]]],
+    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
+  }
+
+  def with_env(values)
+    saved = values.keys.to_h { |name| [name, ENV[name]] }
+    values.each { |name, value| ENV[name] = value }
+    yield
+  ensure
+    saved.each { |name, value| ENV[name] = value }
+  end
+
+  def config = @config ||= Jiggler::Config.new
+
+  def assert_unchanged(key)
+    default = Jiggler::Config::DEFAULTS[key]
+    default.nil? ? assert_nil(config[key]) : assert_equal(default, config[key])
+  end
+
+  describe "defaults" do
+    it "has the documented defaults" do
+      assert_equal 10, config[:client_concurrency]
+      assert_equal 10, config[:concurrency]
+      assert_equal 25, config[:timeout]
+      assert_equal [["default", 0]], config[:queues]
+      assert_equal ["default"], config.queue_names
+      assert_equal "jiggler", config[:namespace]
+      assert_equal [false, nil, true], [config[:client_async], config[:client_redis_pool], config[:poller_enabled]]
+    end
+
+    it "delivers at least once, keeps 10 000 dead jobs for six months and loads nothing by default" do
+      assert_equal :at_least_once, config[:mode]
+      assert config.at_least_once?
+      assert_equal 10_000, config[:dead_max_jobs]
+      assert_equal 180 * 24 * 60 * 60, config[:dead_timeout]
+      assert_nil config[:require]
+      assert_nil config[:config_file]
+    end
+
+    it "reads redis_url from ENV['REDIS_URL'] when it is read, not when the config is made" do
+      with_env("REDIS_URL" => "redis://example.test:6390/2") do
+        assert_equal "redis://example.test:6390/2", config[:redis_url]
+      end
+      assert_equal RedisServer.instance.url, config[:redis_url]
+      with_env("REDIS_URL" => nil) { assert_nil config[:redis_url] }
+    end
+
+    it "takes the environment from APP_ENV, then RAILS_ENV, then RACK_ENV, else development" do
+      with_env("APP_ENV" => "staging", "RAILS_ENV" => "rails", "RACK_ENV" => "rack") do
+        assert_equal "staging", config[:environment]
+      end
+      with_env("APP_ENV" => nil, "RAILS_ENV" => nil, "RACK_ENV" => "rack") { assert_equal "rack", config[:environment] }
+      with_env("APP_ENV" => nil, "RAILS_ENV" => nil, "RACK_ENV" => nil) do
+        assert_equal "development", config[:environment]
+      end
+    end
+
+    it "prefers a set environment over APP_ENV" do
+      with_env("APP_ENV" => "staging") do
+        config[:environment] = "myenv"
+        assert_equal "myenv", config[:environment]
+      end
+    end
+  end
+
+  describe "validation" do
+    invalid_values.each do |key, (allowed, values)|
+      it "refuses bad values for #{key}, naming the key and what it allows" do
+        values.each do |value|
+          error = assert_raises(Jiggler::Config::InvalidError, "#{key} = #{value.inspect}") { config[key] = value }
+          assert_includes error.message, "config[:#{key}]"
+          assert_includes error.message, allowed
+        end
+        assert_unchanged(key) unless %i[redis_url environment].include?(key)
+      end
+    end
+
+    it "has a rule for every key" do
+      assert_equal Jiggler::Config::DEFAULTS.keys.sort, invalid_values.keys.sort
+    end
+
+    it "accepts the values each key allows" do
+      pool = Struct.new(:acquire).new
+      values = {client_concurrency: 12, concurrency: 1, timeout: 0.5, stats_interval: 12, poll_interval: 0.1,
+                dead_timeout: 3600, dead_max_jobs: 5, client_async: true, poller_enabled: false, namespace: "app",
+                environment: "myenv", require: "./jobs.rb", redis_url: "redis://localhost:6379/1",
+                config_file: "./jiggler.yml", client_redis_pool: pool}
+      values.each { |key, value| config[key] = value }
+      values.each { |key, value| assert_equal value, config[key], key.inspect }
+    end
+
+    it "accepts nil for the optional settings" do
+      %i[require config_file client_redis_pool].each do |key|
+        config[key] = nil
+        assert_nil config[key]
+      end
+    end
+
+    it "accepts a ConnectionPool (#with) as client_redis_pool" do
+      pool = ConnectionPool.new(size: 1) { RedisClient.new(url: RedisServer.instance.url) }
+      config[:client_redis_pool] = pool
+      assert_same pool, config[:client_redis_pool]
+    end
+
+    it "refuses an unknown key when set and when read, listing the known keys" do
+      error = assert_raises(Jiggler::Config::InvalidError) { config[:concurency] = 5 }
+      assert_includes error.message, ":concurency"
+      assert_includes error.message, "concurrency, timeout"
+      assert_raises(Jiggler::Config::InvalidError) { config[:nope] }
+      assert_raises(Jiggler::Config::InvalidError) { config.apply_file(nope: 1) }
+    end
+  end
+
+  describe "queues" do
+    it "turns names into [name, 0] pairs and keeps their order" do
+      config[:queues] = ["shippers", "mailers", :default]
+      assert_equal [["shippers", 0], ["mailers", 0], ["default", 0]], config[:queues]
+      assert_equal %w[shippers mailers default], config.queue_names
+    end
+
+    it "accepts one name as a String" do
+      config[:queues] = "critical"
+      assert_equal [["critical", 0]], config[:queues]
+    end
+
+    it "orders by priority, highest first, ties keeping the listed order" do
+      config[:queues] = [["low", -1], "a", ["high", 5], ["b", 0], ["mid", 2], "c", ["top", 5]]
+      assert_equal %w[high top mid a b c low], config.queue_names
+      assert_equal [["high", 5], ["top", 5], ["mid", 2], ["a", 0], ["b", 0], ["c", 0], ["low", -1]], config[:queues]
+    end
+
+    it "accepts Symbol names in pairs" do
+      config[:queues] = [[:mailers, 1], :default]
+      assert_equal [["mailers", 1], ["default", 0]], config[:queues]
+    end
+
+    it "names the bad entry in the error" do
+      error = assert_raises(Jiggler::Config::InvalidError) { config[:queues] = ["good", ["bad name", 1]] }
+      assert_includes error.message, "config[:queues]"
+      assert_includes error.message, '["bad name", 1]'
+      assert_equal [["default", 0]], config[:queues]
+    end
+  end
+
+  describe "mode" do
+    it "accepts both modes as Symbols or Strings" do
+      [[:at_least_once, true], [:at_most_once, false], ["at_least_once", true], ["at_most_once", false]].each do |mode, least|
+        config[:mode] = mode
+        assert_equal mode.to_sym, config[:mode]
+        assert_equal least, config.at_least_once?
+      end
+    end
+  end
+
+  describe "layers" do
+    it "takes flags over code over file over defaults" do
+      config.apply_file(concurrency: 2, timeout: 3, poll_interval: 4)
+      config[:concurrency] = 5
+      config[:timeout] = 6
+      config.apply_flags(concurrency: 7)
+      assert_equal [7, 6, 4], [config[:concurrency], config[:timeout], config[:poll_interval]]
+      assert_equal Jiggler::Config::DEFAULTS[:stats_interval], config[:stats_interval]
+    end
+
+    it "keeps the order of the layers whatever order they are applied in" do
+      config.apply_flags(concurrency: 7)
+      config[:concurrency] = 5
+      config[:timeout] = 6
+      config.apply_file(concurrency: 2, timeout: 3)
+      assert_equal [7, 6], [config[:concurrency], config[:timeout]]
+    end
+
+    it "checks and normalizes file and flag values like code values" do
+      config.apply_file(queues: ["a", ["b", 3]], mode: "at_most_once")
+      config.apply_flags(queues: "c")
+      assert_equal [["c", 0]], config[:queues]
+      assert_equal :at_most_once, config[:mode]
+      error = assert_raises(Jiggler::Config::InvalidError) { config.apply_flags(concurrency: 0) }
+      assert_includes error.message, "config[:concurrency]"
+    end
+
+    it "leaves a layer as it was when one of its values is refused" do
+      config.apply_file(concurrency: 2)
+      assert_raises(Jiggler::Config::InvalidError) { config.apply_file(concurrency: 3, timeout: -1) }
+      assert_equal 2, config[:concurrency]
+      assert_raises(Jiggler::Config::InvalidError) { config[:concurrency] = 0 }
+      assert_equal 2, config[:concurrency]
+    end
+
+    it "refuses changes once frozen" do
+      config[:concurrency] = 4
+      config.freeze
+      assert_raises(FrozenError) { config[:concurrency] = 5 }
+      assert_raises(FrozenError) { config.apply_flags(concurrency: 5) }
+      assert_equal 4, config[:concurrency]
+    end
+  end
+
+  describe "Jiggler.configure" do
+    it "sets code values on the process-wide config and returns it" do
+      result = Jiggler.configure do |config|
+        config[:concurrency] = 12
+        config[:queues] = ["shippers"]
+      end
+      assert_same Jiggler.config, result
+      assert_equal [12, ["shippers"]], [Jiggler.config[:concurrency], Jiggler.config.queue_names]
+    end
+
+    it "raises InvalidError for a bad value" do
+      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.configure { |config| config[:concurrency] = 0 } }
+      assert_includes error.message, "config[:concurrency]"
+      assert_equal 10, Jiggler.config[:concurrency]
+    end
+  end
+
+  describe "Jiggler.configure_client" do
+    it "sets the client keys" do
+      pool = ConnectionPool.new(size: 2) { RedisClient.new(url: RedisServer.instance.url) }
+      Jiggler.configure_client do |config|
+        config[:client_concurrency] = 12
+        config[:client_redis_pool] = pool
+        config[:namespace] = "client-ns"
+        config[:redis_url] = RedisServer.instance.url
+      end
+      assert_equal 12, Jiggler.config[:client_concurrency]
+      assert_same pool, Jiggler.config[:client_redis_pool]
+      assert_equal "client-ns", Jiggler.config[:namespace]
+    end
+
+    it "sets client_async" do
+      Jiggler.configure_client { |config| config[:client_async] = true }
+      assert_equal true, Jiggler.config[:client_async]
+    end
+
+    it "refuses every server key, naming it" do
+      (Jiggler::Config::DEFAULTS.keys - Jiggler::Config::CLIENT_KEYS).each do |key|
+        value = Jiggler::Config::DEFAULTS[key]
+        error = assert_raises(Jiggler::Config::InvalidError, key.inspect) do
+          Jiggler.configure_client { |config| config[key] = value }
+        end
+        assert_includes error.message, key.inspect
+      end
+    end
+
+    it "leaves a refused server key unset" do
+      assert_raises(Jiggler::Config::InvalidError) { Jiggler.configure_client { |config| config[:concurrency] = 3 } }
+      assert_equal 10, Jiggler.config[:concurrency]
+    end
+
+    it "still checks the values of client keys" do
+      error = assert_raises(Jiggler::Config::InvalidError) do
+        Jiggler.configure_client { |config| config[:client_concurrency] = 0 }
+      end
+      assert_includes error.message, "config[:client_concurrency]"
+    end
+  end
+end

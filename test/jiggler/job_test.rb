@@ -1,0 +1,262 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "json"
+
+module JobTest
+  class MailerJob
+    include Jiggler::Job
+
+    job_options queue: "mailers", retries: 3, retry_queue: "mailer_retries"
+
+    def perform(address) = address
+  end
+
+  class UrgentMailerJob < MailerJob
+    job_options queue: "urgent"
+  end
+
+  class LateMailerJob < UrgentMailerJob
+  end
+end
+
+describe Jiggler::Job do
+  def jobs(queue = "default") = store.queue_entries(queue).map { |json| JSON.parse(json) }
+
+  def scheduled = store.set_entries(:scheduled).map { |json, score| [JSON.parse(json), score] }
+
+  def assert_nothing_written
+    assert_empty Jiggler.summary["queues"]
+    assert_equal 0, Jiggler.summary["scheduled_jobs_count"]
+  end
+
+  describe ".enqueue" do
+    it "returns a 24-hex job id and puts the job in the default queue" do
+      jid = RecordJob.enqueue(1, "two", {"three" => [3.0]})
+      assert_match(/\A\h{24}\z/, jid)
+      job = jobs.fetch(0)
+      assert_equal({"jid" => jid, "name" => "RecordJob", "args" => [1, "two", {"three" => [3.0]}]}, job.slice("jid", "name", "args"))
+      assert_equal ["default", 25], job.values_at("queue", "retries")
+      assert_in_delta Time.now.to_f, job["enqueued_at"], 5
+    end
+
+    it "gives every job a new id and keeps first-in first-out order" do
+      ids = Array.new(5) { |n| RecordJob.enqueue(n) }
+      assert_equal 5, ids.uniq.size
+      assert_equal ids, jobs.map { |job| job["jid"] }
+      assert_equal [[0], [1], [2], [3], [4]], jobs.map { |job| job["args"] }
+    end
+
+    it "enqueues with no arguments" do
+      RecordJob.enqueue
+      assert_equal [[]], jobs.map { |job| job["args"] }
+    end
+
+    it "uses the class's job_options" do
+      JobTest::MailerJob.enqueue("a@example.com")
+      job = jobs("mailers").fetch(0)
+      assert_equal ["mailers", 3, "mailer_retries"], job.values_at("queue", "retries", "retry_queue")
+      assert_empty jobs("default")
+    end
+
+    it "shows the queue in the summary" do
+      2.times { RecordJob.enqueue(1) }
+      JobTest::MailerJob.enqueue("x")
+      assert_equal({"default" => 2, "mailers" => 1}, Jiggler.summary["queues"])
+    end
+  end
+
+  describe ".enqueue_bulk" do
+    it "returns the ids in order and writes one payload per argument list" do
+      ids = RecordJob.enqueue_bulk([[1], [2], ["three", {"x" => nil}]])
+      assert_equal 3, ids.size
+      assert(ids.all? { |jid| jid.match?(/\A\h{24}\z/) })
+      assert_equal ids, jobs.map { |job| job["jid"] }
+      assert_equal [[1], [2], ["three", {"x" => nil}]], jobs.map { |job| job["args"] }
+    end
+
+    it "writes large batches" do
+      ids = RecordJob.enqueue_bulk((1..2500).zip)
+      assert_equal 2500, ids.uniq.size
+      assert_equal 2500, Jiggler.summary["queues"]["default"]
+      assert_equal [[1], [2]], store.queue_entries("default", limit: 2).map { |json| JSON.parse(json)["args"] }
+    end
+
+    it "returns no ids and writes nothing for an empty list" do
+      assert_equal [], RecordJob.enqueue_bulk([])
+      assert_nothing_written
+    end
+
+    it "refuses a list that is not an Array of Arrays" do
+      [nil, [1, 2], {"a" => [1]}, [[1], 2]].each do |list|
+        assert_raises(ArgumentError, list.inspect) { RecordJob.enqueue_bulk(list) }
+      end
+      assert_nothing_written
+    end
+  end
+
+  describe ".enqueue_in and .enqueue_at" do
+    it "puts a job in the scheduled set, scored by when it is due" do
+      jid = RecordJob.enqueue_in(100, 1, 2)
+      job, score = scheduled.fetch(0)
+      assert_equal [jid, [1, 2], "default"], job.values_at("jid", "args", "queue")
+      assert_in_delta Time.now.to_f + 100, score, 5
+      assert_nil job["enqueued_at"]
+      assert_empty jobs
+    end
+
+    it "schedules at a Time or at epoch seconds" do
+      at = Time.now + 3600
+      RecordJob.enqueue_at(at, "time")
+      RecordJob.enqueue_at(at.to_i + 60, "epoch")
+      assert_equal [[["time"], at.to_f], [["epoch"], at.to_i + 60.0]], scheduled.map { |job, score| [job["args"], score] }
+    end
+
+    it "pushes at once when the time has passed" do
+      RecordJob.enqueue_in(-10, "past")
+      RecordJob.enqueue_at(Time.now - 60, "earlier")
+      RecordJob.enqueue_in(0, "now")
+      assert_equal [["past"], ["earlier"], ["now"]], jobs.map { |job| job["args"] }
+      assert_equal 0, Jiggler.summary["scheduled_jobs_count"]
+    end
+
+    it "refuses a delay or a time that is not a finite number" do
+      [nil, "10", Float::INFINITY, Float::NAN].each do |bad|
+        assert_raises(ArgumentError) { RecordJob.enqueue_in(bad, 1) }
+        assert_raises(ArgumentError) { RecordJob.enqueue_at(bad, 1) }
+      end
+      assert_raises(ArgumentError) { RecordJob.enqueue_at("2030-01-01", 1) }
+      assert_nothing_written
+    end
+  end
+
+  describe ".with_options" do
+    it "overrides the class's options for one call" do
+      JobTest::MailerJob.with_options(queue: "default").enqueue("x")
+      JobTest::MailerJob.enqueue("y")
+      assert_equal [["x"]], jobs.map { |job| job["args"] }
+      assert_equal [["y"]], jobs("mailers").map { |job| job["args"] }
+      assert_equal "mailers", JobTest::MailerJob.job_options[:queue]
+    end
+
+    it "is chainable, later options winning" do
+      enqueuer = RecordJob.with_options(queue: "a", retries: 1).with_options(retries: 4, retry_queue: :b)
+      enqueuer.with_options(queue: :c).enqueue(1)
+      job = jobs("c").fetch(0)
+      assert_equal ["c", 4, "b"], job.values_at("queue", "retries", "retry_queue")
+      assert_equal({queue: "a", retries: 4, retry_queue: "b"}, enqueuer.options)
+    end
+
+    it "is honoured by enqueue_bulk" do
+      RecordJob.with_options(queue: "bulk", retries: 0).enqueue_bulk([[1], [2]])
+      assert_equal [["bulk", 0]] * 2, jobs("bulk").map { |job| job.values_at("queue", "retries") }
+      assert_empty jobs
+    end
+
+    it "is honoured by enqueue_in and enqueue_at" do
+      RecordJob.with_options(queue: "later", retries: 2).enqueue_in(60, 1)
+      RecordJob.with_options(queue: "later", retry_queue: "r").enqueue_at(Time.now + 60, 2)
+      options = scheduled.map { |job, _| job.values_at("queue", "retries", "retry_queue") }
+      assert_equal [["later", 2, nil], ["later", 25, "r"]], options
+    end
+
+    it "sends a past enqueue_at to the overridden queue" do
+      JobTest::MailerJob.with_options(queue: "now").enqueue_at(Time.now - 1, "x")
+      assert_equal [["x"]], jobs("now").map { |job| job["args"] }
+      assert_empty jobs("mailers")
+    end
+
+    it "checks its options" do
+      assert_raises(ArgumentError) { RecordJob.with_options(queu: "x") }
+      assert_raises(ArgumentError) { RecordJob.with_options(retries: -1) }
+      assert_raises(ArgumentError) { RecordJob.with_options(queue: "a b").enqueue(1) }
+      assert_raises(ArgumentError) { RecordJob.with_options(queue: "ok").with_options(queue: nil) }
+      assert_nothing_written
+    end
+  end
+
+  describe ".job_options" do
+    def job_class = Class.new { include Jiggler::Job }
+
+    it "defaults to the default queue, 25 retries and no retry queue" do
+      assert_equal({queue: "default", retries: 25, retry_queue: nil}, job_class.job_options)
+    end
+
+    it "refuses unknown options, naming them" do
+      error = assert_raises(ArgumentError) { job_class.job_options(queue: "a", retry: 3) }
+      assert_includes error.message, ":retry"
+      assert_includes error.message, "retries"
+    end
+
+    it "refuses retries that are not an Integer >= 0" do
+      klass = job_class
+      [-1, 1.5, "3", nil, true].each do |bad|
+        error = assert_raises(ArgumentError, bad.inspect) { klass.job_options(retries: bad) }
+        assert_includes error.message, "retries"
+      end
+      assert_equal 25, klass.job_options[:retries]
+    end
+
+    it "refuses bad queue and retry_queue names" do
+      klass = job_class
+      ["", "a b", "a|b", "{a}", nil, 1, ["a"]].each do |bad|
+        assert_raises(ArgumentError, bad.inspect) { klass.job_options(queue: bad) }
+      end
+      ["", "x y", 5].each { |bad| assert_raises(ArgumentError, bad.inspect) { klass.job_options(retry_queue: bad) } }
+      assert_equal({queue: "default", retries: 25, retry_queue: nil}, klass.job_options)
+    end
+
+    it "accepts Symbol queue names as Strings and merges calls" do
+      klass = job_class
+      klass.job_options(queue: :critical)
+      klass.job_options(retries: 0)
+      assert_equal({queue: "critical", retries: 0, retry_queue: nil}, klass.job_options)
+    end
+
+    it "is inherited by subclasses, which may override some" do
+      assert_equal({queue: "urgent", retries: 3, retry_queue: "mailer_retries"}, JobTest::UrgentMailerJob.job_options)
+      assert_equal JobTest::UrgentMailerJob.job_options, JobTest::LateMailerJob.job_options
+      assert_equal "mailers", JobTest::MailerJob.job_options[:queue]
+      JobTest::LateMailerJob.enqueue("late")
+      assert_equal [["JobTest::LateMailerJob", 3]], jobs("urgent").map { |job| job.values_at("name", "retries") }
+    end
+  end
+
+  describe "refused arguments" do
+    it "raise ArgumentError naming the argument and write nothing" do
+      error = assert_raises(ArgumentError) { RecordJob.enqueue(1, "ok", :symbol) }
+      assert_includes error.message, "RecordJob"
+      assert_includes error.message, "argument 3"
+      assert_nothing_written
+    end
+
+    it "write nothing from enqueue_bulk when only the last list is bad" do
+      error = assert_raises(ArgumentError) { RecordJob.enqueue_bulk([[1], [2], [3, Time.now]]) }
+      assert_includes error.message, "argument 2"
+      assert_nothing_written
+    end
+
+    it "write nothing to the scheduled set" do
+      assert_raises(ArgumentError) { RecordJob.enqueue_in(60, Object.new) }
+      assert_raises(ArgumentError) { RecordJob.enqueue_at(Time.now + 60, {sym: 1}) }
+      assert_raises(ArgumentError) { RecordJob.with_options(queue: "x").enqueue_in(60, Float::NAN) }
+      assert_nothing_written
+    end
+  end
+
+  it "refuses an anonymous class, writing nothing" do
+    klass = Class.new { include Jiggler::Job }
+    [-> { klass.enqueue(1) }, -> { klass.enqueue_bulk([[1]]) }, -> { klass.enqueue_in(5, 1) }].each do |call|
+      error = assert_raises(ArgumentError, &call)
+      assert_match(/anonymous/, error.message)
+    end
+    assert_nothing_written
+  end
+
+  it "gives jobs the id and the logger" do
+    job = RecordJob.new
+    job.jid = "abc"
+    assert_equal "abc", job.jid
+    assert_same Jiggler.logger, job.logger
+  end
+end

@@ -1,0 +1,123 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "jiggler/server/failure"
+require "jiggler/server/fetched"
+
+describe Jiggler::Server::Failure do
+  let(:now) { 1_700_000_000.0 }
+
+  def job(**fields)
+    {"jid" => "abc", "name" => "RecordJob", "args" => [1], "queue" => "default", "retries" => 3}.merge(fields)
+  end
+
+  def raised(error = RuntimeError.new("boom"), depth: 0)
+    (depth > 0) ? raised(error, depth: depth - 1) : raise(error)
+  rescue => caught
+    caught
+  end
+
+  def record(data, error = raised) = Jiggler::Server::Failure.record("1|default", data, error, now)
+
+  def written(record) = Jiggler::Payload.load(record[3])
+
+  def delays(attempt) = Array.new(2_000) { Jiggler::Server::Failure.delay(attempt) }
+
+  it "counts attempts, starting at 1" do
+    assert_equal 1, written(record(job))["attempt"]
+    assert_equal 3, written(record(job("attempt" => 2)))["attempt"]
+  end
+
+  it "sends the job to retry while it has retries left" do
+    field, where, score, _ = record(job("retries" => 2, "attempt" => 1))
+    assert_equal ["1|default", "retry"], [field, where]
+    assert_operator score, :>, now
+  end
+
+  it "allows N re-runs for retries: N, then dead" do
+    data = job("retries" => 2)
+    outcomes = Array.new(3) { record(data)[1] }
+    assert_equal %w[retry retry dead], outcomes
+  end
+
+  it "sends a job with retries: 0 to dead at the first failure" do
+    field, where, score, payload = record(job("retries" => 0))
+    assert_equal ["1|default", "dead", now], [field, where, score]
+    assert_equal now, Jiggler::Payload.load(payload)["died_at"]
+  end
+
+  it "allows 25 retries when the job does not say" do
+    data = job.tap { |hash| hash.delete("retries") }
+    assert_equal ["retry"] * 25 + ["dead"], Array.new(26) { record(data)[1] }
+  end
+
+  it "records the error class and message" do
+    data = written(record(job, raised(ArgumentError.new("bad value"))))
+    assert_equal ["ArgumentError", "bad value"], data.values_at("error_class", "error_message")
+  end
+
+  it "keeps at most 20 backtrace lines" do
+    error = raised(depth: 30)
+    assert_operator error.backtrace.size, :>, 30
+    assert_equal error.backtrace.first(20), written(record(job, error))["error_backtrace"]
+  end
+
+  it "records an empty backtrace for an error that was never raised" do
+    assert_equal [], written(record(job, RuntimeError.new("built")))["error_backtrace"]
+  end
+
+  it "keeps at most 2000 characters of the message" do
+    assert_equal "é" * 2_000, written(record(job, RuntimeError.new("é" * 5_000)))["error_message"]
+  end
+
+  it "writes the message as valid UTF-8, even from a binary string" do
+    ["bad \xFF byte", "bad \xFF byte".b].each do |message|
+      assert_equal "bad \uFFFD byte", written(record(job, RuntimeError.new(message)))["error_message"]
+    end
+  end
+
+  it "sets failed_at at the first failure and keeps it, and sets retried_at after that" do
+    first = written(record(job))
+    assert_equal [now, nil], first.values_at("failed_at", "retried_at")
+    later = Jiggler::Server::Failure.record("1|default", first, raised, now + 30)
+    assert_equal [now, now + 30], written(later).values_at("failed_at", "retried_at")
+  end
+
+  it "keeps the job's other fields" do
+    data = written(record(job("args" => ["a", {"b" => 1}], "retry_queue" => "slow")))
+    assert_equal [["a", {"b" => 1}], "slow", "abc"], data.values_at("args", "retry_queue", "jid")
+  end
+
+  it "waits 15 to 24 seconds before the first retry" do
+    scores = Array.new(2_000) { record(job)[2] - now }
+    assert_equal [15, 24], scores.minmax.map(&:round)
+  end
+
+  it "grows the delay as count**4 + 15 + rand(10 * (count + 1)), count = attempt - 1" do
+    [1, 2, 3, 5, 10, 25].each do |attempt|
+      count = attempt - 1
+      low = count**4 + 15
+      assert_equal [low, low + 10 * (count + 1) - 1], delays(attempt).minmax, "attempt #{attempt}"
+    end
+  end
+
+  it "jitters delays so that jobs failing together come back apart" do
+    assert_operator delays(3).uniq.size, :>, 20
+  end
+
+  describe ".malformed" do
+    def fetched(payload) = Jiggler::Server::Fetched.new("4|mail", payload)
+
+    it "sends the job to dead at once and keeps the raw payload" do
+      field, where, score, payload = Jiggler::Server::Failure.malformed(fetched("{oops"), raised, now)
+      assert_equal ["4|mail", "dead", now], [field, where, score]
+      data = Jiggler::Payload.load(payload)
+      assert_equal ["{oops", "mail", "RuntimeError", 1], data.values_at("raw", "queue", "error_class", "attempt")
+    end
+
+    it "writes valid UTF-8 JSON even for binary garbage" do
+      payload = Jiggler::Server::Failure.malformed(fetched("\xFF\xFE{".b), raised, now)[3]
+      assert payload.dup.force_encoding(Encoding::UTF_8).valid_encoding?, "the dead payload is not valid UTF-8"
+    end
+  end
+end

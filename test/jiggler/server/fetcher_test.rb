@@ -1,0 +1,154 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "async"
+require "async/queue"
+require "delegate"
+require "jiggler/server/processor"
+require "jiggler/server/workers"
+require "jiggler/server/fetcher"
+
+# Jobs for the fetcher tests; what they do is recorded in EVENTS.
+module FetcherTest
+  EVENTS = []
+  PROCESS = "fetcher-test:1"
+
+  class << self
+    attr_accessor :gate
+  end
+
+  class Record
+    include Jiggler::Job
+
+    def perform(value) = EVENTS << value
+  end
+
+  # Records "gate", then waits for the test to let it finish.
+  class Gated
+    include Jiggler::Job
+
+    def perform
+      EVENTS << "gate"
+      FetcherTest.gate.dequeue
+    end
+  end
+
+  class Failing
+    include Jiggler::Job
+
+    job_options retries: 3
+
+    def perform = raise(ArgumentError, "failed on purpose")
+  end
+
+  # The real store, counting the fetches made through it.
+  class FetchCounter < SimpleDelegator
+    def fetches = @fetches ||= 0
+
+    def fetch(...)
+      __getobj__.fetch(...).tap { @fetches = fetches + 1 }
+    end
+  end
+end
+
+describe Jiggler::Server::Fetcher do
+  before do
+    FetcherTest::EVENTS.clear
+    FetcherTest.gate = Async::Queue.new
+  end
+
+  # Runs a fetcher and its workers on a real store inside a reactor, yields the fetcher, and stops both afterwards.
+  def serve(concurrency: 2, queues: ["default"], mode: :at_least_once, store: Jiggler::Store.dedicated(Jiggler.config))
+    Jiggler.configure do |config|
+      config[:queues] = queues
+      config[:mode] = mode
+    end
+    Sync do |task|
+      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: Jiggler::Server::Processor.new(logger: Jiggler.logger))
+      fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config, workers: workers, logger: Jiggler.logger)
+      workers.start(parent: task, reporter: fetcher)
+      fetcher.start(parent: task)
+      task.with_timeout(20) { yield fetcher }
+    ensure
+      workers&.stop(0)
+      fetcher&.stop(1)
+    end
+  end
+
+  def settled?(processed) = store.in_flight_count(FetcherTest::PROCESS).zero? && store.counts[:processed] == processed
+
+  def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+
+  it "runs pushed jobs and acknowledges them to the store" do
+    FetcherTest::Record.enqueue_bulk((1..20).zip)
+    serve do
+      wait_for(message: "20 jobs acknowledged") { settled?(20) }
+    end
+    assert_equal (1..20).to_a, FetcherTest::EVENTS.sort
+    assert_equal({}, store.queue_sizes)
+  end
+
+  it "moves failed jobs out of flight into the retry set" do
+    FetcherTest::Failing.enqueue
+    serve do
+      wait_for(message: "a retry") { store.counts[:retry] == 1 }
+      wait_for(message: "nothing in flight") { store.in_flight_count(FetcherTest::PROCESS).zero? }
+    end
+    assert_equal [0, 1], store.counts.values_at(:processed, :failures)
+    assert_equal "ArgumentError", Jiggler::Payload.load(store.set_entries(:retry).first.first)["error_class"]
+  end
+
+  it "sends an unreadable payload to the dead set and goes on" do
+    store.push("default", ["not a job"])
+    FetcherTest::Record.enqueue(1)
+    serve do
+      wait_for(message: "dead job and the next one run") { store.counts[:dead] == 1 && settled?(1) }
+    end
+    assert_equal [1], FetcherTest::EVENTS
+  end
+
+  it "takes no new jobs once quiet, but still acknowledges running ones" do
+    FetcherTest::Gated.enqueue
+    serve do |fetcher|
+      wait_for(message: "gated job to start") { FetcherTest::EVENTS == ["gate"] }
+      fetcher.quiet
+      FetcherTest::Record.enqueue(2)
+      FetcherTest.gate.enqueue(true)
+      wait_for(message: "gated job acknowledged") { store.counts[:processed].positive? }
+    end
+    assert_equal({"default" => 1}, store.queue_sizes)
+    assert_equal ["gate"], FetcherTest::EVENTS
+  end
+
+  it "starts a job pushed while idle well before the next poll" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter) do
+      wait_for(message: "listener") { listening? }
+      fetches = counter.fetches
+      wait_for(message: "an idle fetch") { counter.fetches > fetches }
+      pushed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      FetcherTest::Record.enqueue(1)
+      wait_for(message: "job to run") { FetcherTest::EVENTS.any? }
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
+    end
+  end
+
+  it "runs every job of a higher priority queue first" do
+    FetcherTest::Record.with_options(queue: "low").enqueue_bulk([["low1"], ["low2"], ["low3"]])
+    FetcherTest::Record.with_options(queue: "high").enqueue_bulk([["high1"], ["high2"], ["high3"]])
+    serve(concurrency: 1, queues: [["low", 0], ["high", 1]]) do
+      wait_for(message: "6 jobs") { FetcherTest::EVENTS.size == 6 }
+    end
+    assert_equal %w[high1 high2 high3 low1 low2 low3], FetcherTest::EVENTS
+  end
+
+  it "records nothing in flight at most once" do
+    FetcherTest::Gated.enqueue
+    serve(mode: :at_most_once) do
+      wait_for(message: "gated job to start") { FetcherTest::EVENTS == ["gate"] }
+      assert_equal [0, {}], [store.in_flight_count(FetcherTest::PROCESS), store.queue_sizes]
+      FetcherTest.gate.enqueue(true)
+      wait_for(message: "gated job counted") { store.counts[:processed] == 1 }
+    end
+  end
+end

@@ -1,0 +1,113 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "async"
+require "jiggler/server/processor"
+require "jiggler/server/fetched"
+
+# Jobs for the processor tests; each run is recorded in RUNS.
+module ProcessorTest
+  RUNS = []
+
+  class Recorder
+    include Jiggler::Job
+
+    def perform(*args) = RUNS << [jid, args]
+  end
+
+  class TwoArgs
+    include Jiggler::Job
+
+    def perform(first, second = nil) = RUNS << [first, second]
+  end
+
+  class Failing
+    include Jiggler::Job
+
+    def perform(error_class) = raise(Object.const_get(error_class), "failed on purpose")
+  end
+
+  class Fatal < Exception; end # rubocop:disable Lint/InheritException -- a job may raise anything
+end
+
+describe Jiggler::Server::Processor do
+  before { ProcessorTest::RUNS.clear }
+
+  let(:processor) { Jiggler::Server::Processor.new(logger: Logger.new(File::NULL)) }
+
+  def payload(name, args, **extra)
+    Jiggler::Payload.dump({"jid" => "jid-1", "name" => name, "args" => args, "queue" => "default", "retries" => 3}.merge(extra))
+  end
+
+  def run_job(json) = processor.call(Jiggler::Server::Fetched.new("1|default", json))
+
+  def run_failing(name, args, **extra)
+    record = run_job(payload(name, args, **extra))
+    refute_nil record, "expected #{name} to fail"
+    [record, Jiggler::Payload.load(record[3])]
+  end
+
+  it "runs the job with its arguments and returns nil" do
+    assert_nil run_job(payload("ProcessorTest::Recorder", [1, "two", {"three" => [3]}]))
+    assert_equal [["jid-1", [1, "two", {"three" => [3]}]]], ProcessorTest::RUNS
+  end
+
+  it "runs jobs with optional arguments left out" do
+    assert_nil run_job(payload("ProcessorTest::TwoArgs", ["a"]))
+    assert_equal [["a", nil]], ProcessorTest::RUNS
+  end
+
+  it "records a StandardError for a retry" do
+    record, job = run_failing("ProcessorTest::Failing", ["ArgumentError"])
+    assert_equal ["1|default", "retry"], record.first(2)
+    assert_equal ["ArgumentError", "failed on purpose", 1], job.values_at("error_class", "error_message", "attempt")
+  end
+
+  it "records errors that are not StandardErrors" do
+    %w[NotImplementedError ProcessorTest::Fatal].each do |error_class|
+      _, job = run_failing("ProcessorTest::Failing", [error_class])
+      assert_equal error_class, job["error_class"]
+    end
+  end
+
+  it "sends a failing job with retries: 0 to dead" do
+    record, _ = run_failing("ProcessorTest::Failing", ["RuntimeError"], "retries" => 0)
+    assert_equal "dead", record[1]
+  end
+
+  it "records an unknown class" do
+    _, job = run_failing("ProcessorTest::Missing", [])
+    assert_equal "Jiggler::Server::Processor::UnknownJobError", job["error_class"]
+    assert_includes job["error_message"], "unknown job class"
+  end
+
+  it "records a class that is not a Jiggler::Job, without running it" do
+    _, job = run_failing("PlainClass", [])
+    assert_includes job["error_message"], "PlainClass is not a Jiggler::Job"
+    assert_empty recorded
+  end
+
+  it "records a wrong number of arguments, saying what was given and expected" do
+    _, job = run_failing("ProcessorTest::TwoArgs", [1, 2, 3])
+    assert_equal "Jiggler::Server::Processor::ArityError", job["error_class"]
+    assert_match(/given 3, expected 1\.\.2/, job["error_message"])
+  end
+
+  it "still runs a class after a wrong call to it" do
+    run_failing("ProcessorTest::TwoArgs", [])
+    assert_nil run_job(payload("ProcessorTest::TwoArgs", [1, 2]))
+  end
+
+  it "sends a malformed payload to dead at once, keeping it" do
+    record = run_job("{not json")
+    assert_equal ["1|default", "dead"], record.first(2)
+    job = Jiggler::Payload.load(record[3])
+    assert_equal ["{not json", "Jiggler::Payload::MalformedError"], job.values_at("raw", "error_class")
+  end
+
+  it "sends JSON that is not a job to dead" do
+    assert_equal "dead", run_job("[1, 2]")[1]
+    assert_equal "dead", run_job('{"name": "ProcessorTest::Recorder", "args": 1, "jid": "x"}')[1]
+    assert_empty ProcessorTest::RUNS
+  end
+end

@@ -1,0 +1,157 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "async"
+require "async/queue"
+require "jiggler/server/workers"
+require "jiggler/server/fetched"
+
+module WorkersTest
+  # Runs jobs named "sleep:<seconds>" or "block" (waits for `release`), recording starts, ends and fibers.
+  class Processor
+    attr_reader :events, :fibers
+
+    def initialize
+      @events = []
+      @fibers = []
+      @gate = Async::Queue.new
+    end
+
+    def call(fetched)
+      token = fetched.field.split("|").first
+      @events << "start:#{token}"
+      @fibers << Fiber.current
+      kind, seconds = fetched.payload.split(":")
+      (kind == "block") ? @gate.dequeue : sleep(seconds.to_f)
+      @events << "done:#{token}"
+      nil
+    end
+
+    def release(count = 1) = count.times { @gate.enqueue(true) }
+
+    def started = @events.count { |event| event.start_with?("start:") }
+  end
+
+  # Collects what the workers report.
+  class Reporter
+    attr_reader :reports
+
+    def initialize = @reports = []
+
+    def done(fetched, failure) = @reports << [fetched.field, failure]
+  end
+end
+
+describe Jiggler::Server::Workers do
+  let(:processor) { WorkersTest::Processor.new }
+  let(:reporter) { WorkersTest::Reporter.new }
+
+  def jobs(count, payload) = Array.new(count) { |index| Jiggler::Server::Fetched.new("#{index}|default", payload) }
+
+  # Starts workers inside a reactor and yields them; stops them afterwards.
+  def with_workers(concurrency)
+    Sync do |task|
+      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: processor)
+      workers.start(parent: task, reporter: reporter)
+      task.with_timeout(10) { yield workers }
+    ensure
+      workers&.stop(0)
+    end
+  end
+
+  it "runs as many jobs at once as its concurrency" do
+    with_workers(3) do |workers|
+      workers.assign(jobs(3, "sleep:0.2"))
+      wait_for(message: "3 jobs done") { reporter.reports.size == 3 }
+    end
+    assert_equal %w[start start start done done done], processor.events.map { |event| event.split(":").first }
+  end
+
+  it "runs no more jobs at once than its concurrency" do
+    with_workers(2) do |workers|
+      workers.assign(jobs(3, "block"))
+      wait_for(message: "2 jobs started") { processor.started == 2 }
+      processor.release
+      wait_for(message: "third job started") { processor.started == 3 }
+      processor.release(2)
+      wait_for(message: "3 jobs done") { reporter.reports.size == 3 }
+    end
+    assert_equal %w[start:0 start:1 done:0 start:2], processor.events.first(4)
+  end
+
+  it "reuses its fibers for every job" do
+    with_workers(2) do |workers|
+      workers.assign(jobs(6, "sleep:0"))
+      wait_for(message: "6 jobs done") { reporter.reports.size == 6 }
+    end
+    assert_equal 2, processor.fibers.uniq.size
+  end
+
+  it "reports each finished job with nil for success" do
+    with_workers(2) do |workers|
+      workers.assign(jobs(2, "sleep:0"))
+      wait_for(message: "2 jobs done") { reporter.reports.size == 2 }
+    end
+    assert_equal [["0|default", nil], ["1|default", nil]], reporter.reports.sort
+  end
+
+  it "counts free workers as concurrency minus running and waiting jobs" do
+    with_workers(3) do |workers|
+      assert_equal 3, workers.free
+      workers.assign(jobs(2, "block"))
+      assert_equal 1, workers.free
+      wait_for(message: "2 jobs started") { processor.started == 2 }
+      assert_equal 1, workers.free
+      processor.release(2)
+      wait_for(message: "all workers free") { reporter.reports.size == 2 && workers.free == 3 }
+    end
+  end
+
+  it "lists the running jobs" do
+    with_workers(2) do |workers|
+      workers.assign(jobs(1, "block"))
+      wait_for(message: "job started") { processor.started == 1 }
+      assert_equal ["0|default"], workers.current_jobs.keys
+      assert_equal "default", workers.current_jobs["0|default"]["queue"]
+      processor.release
+    end
+  end
+
+  it "drains the jobs that have not started, and does not run them" do
+    with_workers(1) do |workers|
+      assigned = jobs(3, "block")
+      workers.assign(assigned)
+      wait_for(message: "first job started") { processor.started == 1 }
+      assert_equal assigned.drop(1), workers.drain
+      processor.release
+      wait_for(message: "first job done") { reporter.reports.size == 1 }
+      assert_equal 0, workers.stop(5)
+    end
+    assert_equal %w[start:0 done:0], processor.events
+  end
+
+  it "stops after running jobs finish, returning 0" do
+    with_workers(2) do |workers|
+      workers.assign(jobs(2, "sleep:0.1"))
+      wait_for(message: "2 jobs started") { processor.started == 2 }
+      assert_equal 0, workers.stop(5)
+      assert_equal 2, reporter.reports.size
+    end
+  end
+
+  it "stops idle workers at once, returning 0" do
+    with_workers(3) do |workers|
+      assert_equal 0, Async::Task.current.with_timeout(1) { workers.stop(5) }
+    end
+    assert_empty processor.events
+  end
+
+  it "interrupts jobs still running after the timeout and returns how many" do
+    with_workers(3) do |workers|
+      workers.assign(jobs(2, "block"))
+      wait_for(message: "2 jobs started") { processor.started == 2 }
+      assert_equal 2, workers.stop(0.1)
+    end
+    assert_empty reporter.reports
+  end
+end

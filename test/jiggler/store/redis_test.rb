@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "socket"
+require "support/store_contract"
+
+describe Jiggler::Store::Redis do
+  include StoreContract
+
+  def build_store = Jiggler::Store.client(Jiggler.config)
+
+  def prefix = "{#{@namespace}}:"
+
+  def all_keys = redis.call("KEYS", "*")
+
+  describe "keys" do
+    it "writes only keys that start with the namespace's hash tag" do
+      before = all_keys
+      fill
+      subject.enqueue_due(now + 120)
+      subject.requeue(StoreContract::PROCESS)
+      written = all_keys - before
+      refute_empty written
+      assert_empty written.reject { |key| key.start_with?(prefix) }
+    end
+
+    it "leaves other apps' keys and other namespaces alone on clear_all" do
+      others = ["in_flight", "queue:default", "jiggler:queue:default", "#{@namespace}:queue:default",
+        "{other}:queue:default", "{other}:stats:processed", "{#{@namespace}x}:queues"]
+      others.each { |key| redis.call("SET", key, "keep") }
+      fill
+      subject.clear_all
+      assert_equal ["keep"] * others.size, redis.call_v(["MGET", *others])
+    end
+
+    it "leaves no key of the namespace after clear_all" do
+      fill
+      subject.clear_all
+      assert_empty redis.call("KEYS", "#{prefix}*")
+    end
+  end
+
+  describe "scripts" do
+    it "loads its scripts again after SCRIPT FLUSH" do
+      subject.push("default", [job])
+      redis.call("SCRIPT", "FLUSH")
+      fill
+      redis.call("SCRIPT", "FLUSH")
+      subject.schedule([[now - 1, job]])
+      assert_equal 1, subject.enqueue_due(now)
+      redis.call("SCRIPT", "FLUSH")
+      assert_equal 1, subject.requeue(StoreContract::PROCESS)
+    end
+  end
+
+  describe "concurrent schedulers" do
+    it "move each due job once" do
+      subject.schedule(Array.new(500) { [now - 1, job] })
+      stores = Array.new(4) { build_store }
+      moved = stores.map { |other| Thread.new { other.enqueue_due(now) } }.sum(&:value)
+      assert_equal [500, {"default" => 500}], [moved, subject.queue_sizes]
+    end
+  end
+
+  describe "when Redis is unreachable" do
+    def closed_port
+      server = TCPServer.new("127.0.0.1", 0)
+      server.addr[1]
+    ensure
+      server&.close
+    end
+
+    def unreachable_config
+      url = "redis://127.0.0.1:#{closed_port}/0"
+      Jiggler.configure { |config| config[:redis_url] = url }
+    end
+
+    def build_store = Jiggler::Store.client(unreachable_config)
+
+    it "raises ConnectionError naming the server" do
+      error = assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.push("default", [job]) }
+      assert_match(/unreachable/, error.message)
+      assert_includes error.message, "127.0.0.1"
+    end
+
+    it "raises ConnectionError from reads, pings and waits too" do
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.ping }
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.counts }
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.wait_for_push(0.1) }
+    end
+
+    it "raises ConnectionError from a dedicated connection" do
+      store = Jiggler::Store.dedicated(unreachable_config)
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { store.fetch("p", ["default"], limit: 1, token: 0) }
+    end
+  end
+end

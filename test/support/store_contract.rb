@@ -1,0 +1,487 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require "jiggler/payload"
+
+# The behaviour every store must have, whatever holds the data. A spec runs it with `include StoreContract` and a
+# `build_store` method that returns a fresh, empty store:
+#
+#   describe Jiggler::Store::Redis do
+#     include StoreContract
+#     def build_store = Jiggler::Store.client(Jiggler.config)
+#   end
+#
+# The specs use only the store interface (no database calls), so that each implementation runs them unchanged.
+module StoreContract
+  PROCESS = "host-1:100:abc"
+  OTHER_PROCESS = "host-2:200:def"
+
+  # Adds the shared specs to the including spec class.
+  def self.included(base)
+    base.extend(Specs)
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin invariants wait_for_push].each do |group|
+      base.public_send(:"describe_#{group}")
+    end
+  end
+
+  # The specs, grouped as class methods so that `included` stays short.
+  module Specs
+    def describe_push_and_schedule
+      it "pushes jobs to a queue in order and registers the queue" do
+        a, b = job, job
+        subject.push("default", [a, b])
+        assert_equal({"default" => 2}, subject.queue_sizes)
+        assert_equal [a, b], subject.queue_entries("default")
+      end
+
+      it "pushes nothing for an empty list" do
+        subject.push("default", [])
+        assert_equal({}, subject.queue_sizes)
+      end
+
+      it "pushes more jobs than one write chunk" do
+        subject.push("bulk", Array.new(2_500) { job(queue: "bulk") })
+        assert_equal({"bulk" => 2_500}, subject.queue_sizes)
+      end
+
+      it "schedules jobs in the scheduled set, soonest first" do
+        late, soon = job, job
+        subject.schedule([[2_000.0, late], [1_000.0, soon]])
+        assert_equal [[soon, 1_000.0], [late, 2_000.0]], subject.set_entries(:scheduled)
+        assert_equal({}, subject.queue_sizes)
+      end
+    end
+
+    def describe_fetch
+      it "fetches in FIFO order and holds the jobs in flight, not in the queue" do
+        a, b = job, job
+        subject.push("default", [a, b])
+        assert_equal [a, b], payloads(fetch(limit: 5))
+        assert_equal({}, subject.queue_sizes)
+        assert_equal 2, subject.in_flight_count(PROCESS)
+      end
+
+      it "names each fetched job by token and queue" do
+        subject.push("mail", [job, job])
+        fields = fields(fetch(["mail"], limit: 2, token: 7))
+        assert_equal %w[7|mail 8|mail], fields
+      end
+
+      it "never returns more than the limit" do
+        subject.push("default", Array.new(5) { job })
+        assert_equal 3, payloads(fetch(limit: 3)).size
+        assert_equal({"default" => 2}, subject.queue_sizes)
+        assert_equal 3, subject.in_flight_count(PROCESS)
+      end
+
+      it "fetches a large batch and holds every job of it in flight" do
+        subject.push("default", Array.new(6_000) { job })
+        fetched = payloads(fetch(limit: 5_000))
+        assert_equal [5_000, 5_000, {"default" => 1_000}], [fetched.size, subject.in_flight_count(PROCESS), subject.queue_sizes]
+      end
+
+      it "takes every job of a higher priority queue before a lower one" do
+        low = Array.new(3) { job(queue: "low") }
+        high = Array.new(2) { job(queue: "high") }
+        subject.push("low", low)
+        subject.push("high", high)
+        assert_equal high + low.first(2), payloads(fetch(%w[high low], limit: 4))
+        assert_equal({"low" => 1}, subject.queue_sizes)
+      end
+
+      it "returns [] for empty queues and for no queues" do
+        assert_equal [], fetch(%w[default other], limit: 5)
+        subject.push("default", [job])
+        assert_equal [], fetch([], limit: 5)
+        assert_equal [], fetch(limit: 0)
+        assert_equal({"default" => 1}, subject.queue_sizes)
+      end
+
+      it "acknowledges finished jobs: out of flight and counted as processed" do
+        subject.push("default", [job, job])
+        fields = fields(fetch(limit: 2))
+        assert_equal [], fetch(limit: 0, acks: fields)
+        assert_equal 0, subject.in_flight_count(PROCESS)
+        assert_equal 2, subject.counts[:processed]
+      end
+
+      it "acknowledges and fetches in one call" do
+        subject.push("default", [job])
+        first = fields(fetch(limit: 1))
+        second = job
+        subject.push("default", [second])
+        assert_equal [second], payloads(fetch(limit: 1, token: 1, acks: first))
+        assert_equal 1, subject.counts[:processed]
+        assert_equal 1, subject.in_flight_count(PROCESS)
+      end
+
+      it "records nothing in flight at most once (reliable: false)" do
+        subject.push("default", [job, job])
+        fields = fields(fetch(limit: 2, reliable: false))
+        assert_equal 2, fields.size
+        assert_equal 0, subject.in_flight_count(PROCESS)
+        fetch(limit: 0, acks: fields, reliable: false)
+        assert_equal 2, subject.counts[:processed]
+      end
+
+      it "keeps the in-flight jobs of each process apart" do
+        subject.push("default", [job, job])
+        fetch(limit: 1)
+        fetch(limit: 1, process: OTHER_PROCESS)
+        assert_equal 1, subject.in_flight_count(PROCESS)
+        assert_equal 1, subject.in_flight_count(OTHER_PROCESS)
+      end
+    end
+
+    def describe_fail
+      it "moves a failed job from flight to the retry set and counts it" do
+        subject.push("default", [job])
+        field = fields(fetch(limit: 1)).first
+        failed = job(attempt: 1)
+        fail_jobs([[field, "retry", 1_000.0, failed]])
+        assert_equal [[failed, 1_000.0]], subject.set_entries(:retry)
+        assert_equal 0, subject.in_flight_count(PROCESS)
+        assert_equal({processed: 0, failures: 1, scheduled: 0, retry: 1, dead: 0}, subject.counts)
+      end
+
+      it "moves a job with no retries left to the dead set" do
+        subject.push("default", [job, job])
+        first, second = fields(fetch(limit: 2))
+        dead, retried = job, job
+        fail_jobs([[first, "dead", now, dead], [second, "retry", now + 60, retried]])
+        assert_equal [dead], subject.set_entries(:dead).map(&:first)
+        assert_equal [retried], subject.set_entries(:retry).map(&:first)
+        assert_equal 2, subject.counts[:failures]
+      end
+
+      it "keeps at most dead_max jobs in the dead set, dropping the oldest" do
+        dead = Array.new(3) { job }
+        dead.each_with_index { |payload, index| fail_jobs([["#{index}|default", "dead", now + index, payload]], reliable: false, dead_max: 2) }
+        assert_equal dead.last(2), subject.set_entries(:dead).map(&:first)
+      end
+
+      it "drops dead jobs that died before the cutoff" do
+        old, recent = job, job
+        fail_jobs([["1|default", "dead", now - 1_000, old]], reliable: false)
+        fail_jobs([["2|default", "dead", now, recent]], reliable: false, dead_cutoff: now - 10)
+        assert_equal [recent], subject.set_entries(:dead).map(&:first)
+      end
+
+      it "writes failures at most once (reliable: false) without any in-flight record" do
+        failed = job
+        fail_jobs([["0|default", "retry", now, failed]], reliable: false)
+        assert_equal [failed], subject.set_entries(:retry).map(&:first)
+        assert_equal 1, subject.counts[:failures]
+      end
+
+      it "writes nothing for a job that is no longer in flight (it was requeued)" do
+        original = job
+        subject.push("default", [original])
+        field = fields(fetch(limit: 1)).first
+        subject.requeue(PROCESS)
+        fail_jobs([[field, "dead", now, job], [field, "retry", now, job]])
+        assert_equal({scheduled: 0, retry: 0, dead: 0}, subject.counts.slice(:scheduled, :retry, :dead))
+        assert_equal [original], subject.queue_entries("default")
+        assert_equal 0, subject.in_flight_count(PROCESS)
+      end
+    end
+
+    def describe_requeue
+      it "puts in-flight jobs back at the head of their own queues" do
+        fetched, waiting = job, job
+        subject.push("default", [fetched, waiting])
+        mail = job(queue: "mail")
+        subject.push("mail", [mail])
+        fetch(limit: 1)
+        fetch(["mail"], limit: 1, token: 1)
+        assert_equal 2, subject.requeue(PROCESS)
+        assert_equal [fetched, waiting], subject.queue_entries("default")
+        assert_equal [mail], subject.queue_entries("mail")
+        assert_equal 0, subject.in_flight_count(PROCESS)
+      end
+
+      it "puts requeued jobs back in the order they were fetched" do
+        jobs = Array.new(3) { job }
+        subject.push("default", jobs)
+        fetch(limit: 2)
+        fetch(limit: 1, token: 2)
+        subject.requeue(PROCESS)
+        assert_equal jobs, subject.queue_entries("default")
+      end
+
+      it "moves each job once when requeued twice" do
+        subject.push("default", [job, job])
+        fetch(limit: 2)
+        assert_equal 2, subject.requeue(PROCESS)
+        assert_equal 0, subject.requeue(PROCESS)
+        assert_equal({"default" => 2}, subject.queue_sizes)
+      end
+
+      it "leaves other processes' jobs in flight" do
+        subject.push("default", [job, job])
+        fetch(limit: 1)
+        fetch(limit: 1, process: OTHER_PROCESS)
+        assert_equal 1, subject.requeue(PROCESS)
+        assert_equal 1, subject.in_flight_count(OTHER_PROCESS)
+        assert_equal({"default" => 1}, subject.queue_sizes)
+      end
+
+      it "returns 0 for a process with nothing in flight" do
+        assert_equal 0, subject.requeue("nobody")
+      end
+
+      it "lets a requeued job be fetched again" do
+        payload = job
+        subject.push("default", [payload])
+        fetch(limit: 1)
+        subject.requeue(PROCESS)
+        assert_equal [payload], payloads(fetch(limit: 1, token: 1, process: OTHER_PROCESS))
+      end
+    end
+
+    def describe_enqueue_due
+      it "moves due scheduled jobs to their own queue and leaves later ones" do
+        due, later = job(queue: "mail", retry_queue: "slow"), job
+        subject.schedule([[now - 5, due], [now + 3_600, later]])
+        assert_equal 1, subject.enqueue_due(now)
+        assert_equal({"mail" => 1}, subject.queue_sizes)
+        assert_equal [later], subject.set_entries(:scheduled).map(&:first)
+      end
+
+      it "moves due retries to retry_queue when set, else to queue" do
+        fail_jobs([["1|a", "retry", now - 5, job(queue: "a", retry_queue: "slow")],
+          ["2|b", "retry", now - 5, job(queue: "b")], ["3|c", "retry", now + 3_600, job(queue: "c")]], reliable: false)
+        assert_equal 2, subject.enqueue_due(now)
+        assert_equal({"b" => 1, "slow" => 1}, subject.queue_sizes)
+        assert_equal 1, subject.counts[:retry]
+      end
+
+      it "refreshes enqueued_at and keeps the rest of the job" do
+        subject.schedule([[now - 5, job(queue: "mail", enqueued_at: 1.0)]])
+        moved_at = now
+        subject.enqueue_due(moved_at)
+        moved = Jiggler::Payload.load(subject.queue_entries("mail").first)
+        assert_in_delta moved_at, moved["enqueued_at"], 0.001
+        assert_equal "mail", moved["queue"]
+      end
+
+      it "moves more due jobs than one batch" do
+        subject.schedule(Array.new(250) { [now - 1, job] })
+        assert_equal 250, subject.enqueue_due(now)
+        assert_equal({"default" => 250}, subject.queue_sizes)
+        assert_equal 0, subject.counts[:scheduled]
+      end
+
+      it "moves nothing twice" do
+        subject.schedule([[now - 1, job]])
+        subject.enqueue_due(now)
+        assert_equal 0, subject.enqueue_due(now)
+        assert_equal({"default" => 1}, subject.queue_sizes)
+      end
+
+      it "does not let a malformed entry block the due jobs" do
+        good = job(queue: "mail")
+        subject.schedule([[now - 2, "not json"], [now - 1, good]])
+        assert_equal 2, subject.enqueue_due(now)
+        assert_equal 1, subject.queue_sizes["mail"]
+        assert_equal 0, subject.counts[:scheduled]
+      end
+    end
+
+    def describe_processes
+      it "registers processes with their info and forgets them on unregister" do
+        subject.beat(PROCESS, '{"concurrency":5}', 60)
+        subject.beat(OTHER_PROCESS, "{}", 60)
+        assert_equal({PROCESS => '{"concurrency":5}', OTHER_PROCESS => "{}"}, subject.processes)
+        subject.unregister(PROCESS)
+        assert_equal [OTHER_PROCESS], subject.processes.keys
+      end
+
+      it "refreshes a process's info on each beat" do
+        subject.beat(PROCESS, '{"busy":1}', 60)
+        subject.beat(PROCESS, '{"busy":2}', 60)
+        assert_equal({PROCESS => '{"busy":2}'}, subject.processes)
+      end
+
+      it "forgets a process whose registration expired" do
+        subject.beat(PROCESS, "{}", 0.05)
+        wait_for(message: "registration to expire") { subject.processes.empty? }
+      end
+
+      it "keeps an unregistered process's in-flight jobs for recovery" do
+        subject.push("default", [job])
+        fetch(limit: 1)
+        subject.beat(PROCESS, "{}", 60)
+        subject.unregister(PROCESS)
+        assert_equal 1, subject.in_flight_count(PROCESS)
+        assert_equal 1, subject.requeue(PROCESS)
+      end
+    end
+
+    def describe_admin
+      it "starts empty" do
+        assert_equal({processed: 0, failures: 0, scheduled: 0, retry: 0, dead: 0}, subject.counts)
+        assert_equal({}, subject.queue_sizes)
+        assert_equal({}, subject.processes)
+        assert_equal [], subject.set_entries(:dead)
+        assert_equal [], subject.queue_entries("default")
+      end
+
+      it "lists only queues that hold jobs" do
+        subject.push("a", [job])
+        subject.push("b", [job])
+        fields = fields(fetch(["a"], limit: 1))
+        fetch(limit: 0, acks: fields)
+        assert_equal({"b" => 1}, subject.queue_sizes)
+      end
+
+      it "lists queue entries next to run first, up to a limit" do
+        jobs = Array.new(5) { job }
+        subject.push("default", jobs)
+        assert_equal jobs.first(2), subject.queue_entries("default", limit: 2)
+      end
+
+      it "lists set entries with their scores, up to a limit" do
+        entries = Array.new(3) { |index| [job, 100.0 + index] }
+        subject.schedule(entries.map(&:reverse))
+        assert_equal entries.first(2), subject.set_entries(:scheduled, limit: 2)
+      end
+
+      it "clears one queue, or all of them" do
+        %w[a b c].each { |name| subject.push(name, [job(queue: name)]) }
+        subject.clear_queue("a")
+        assert_equal %w[b c], subject.queue_sizes.keys
+        subject.clear_all_queues
+        assert_equal({}, subject.queue_sizes)
+      end
+
+      it "clears one set" do
+        subject.schedule([[now, job]])
+        fail_jobs([["1|default", "dead", now, job]], reliable: false)
+        subject.clear_set(:dead)
+        assert_equal [1, 0], subject.counts.values_at(:scheduled, :dead)
+      end
+
+      it "resets one counter" do
+        fail_jobs([["1|default", "dead", now, job]], reliable: false)
+        subject.push("default", [job])
+        fetch(limit: 0, acks: fields(fetch(limit: 1)))
+        subject.reset_counter(:processed)
+        assert_equal [0, 1], subject.counts.values_at(:processed, :failures)
+      end
+
+      it "rejects unknown sets and counters" do
+        assert_raises(ArgumentError) { subject.clear_set(:queues) }
+        assert_raises(ArgumentError) { subject.set_entries(:processed) }
+        assert_raises(ArgumentError) { subject.reset_counter(:dead) }
+      end
+
+      it "clears processes, putting the jobs of gone ones back in their queues" do
+        subject.push("default", [job, job])
+        fetch(limit: 1)
+        fetch(limit: 1, process: OTHER_PROCESS)
+        subject.beat(PROCESS, "{}", 60)
+        subject.beat(OTHER_PROCESS, "{}", 0.05)
+        wait_for(message: "registration to expire") { subject.processes.keys == [PROCESS] }
+        subject.clear_processes
+        assert_equal({}, subject.processes)
+        assert_equal [1, 0, {"default" => 1}], [subject.in_flight_count(PROCESS), subject.in_flight_count(OTHER_PROCESS), subject.queue_sizes]
+      end
+
+      it "clears everything" do
+        fill
+        subject.clear_all
+        assert_equal({processed: 0, failures: 0, scheduled: 0, retry: 0, dead: 0}, subject.counts)
+        assert_equal [{}, {}, 0], [subject.queue_sizes, subject.processes, subject.in_flight_count(PROCESS)]
+      end
+    end
+
+    def describe_invariants
+      it "keeps a job in exactly one place through every move" do
+        places = [1]
+        subject.schedule([[now - 1, job]])
+        places << jobs_held
+        subject.enqueue_due(now)
+        places << jobs_held
+        field = fields(fetch(limit: 1)).first
+        places << jobs_held
+        fail_jobs([[field, "retry", now - 1, job]])
+        places << jobs_held
+        subject.enqueue_due(now)
+        places << jobs_held
+        fetch(limit: 1, token: 1)
+        subject.requeue(PROCESS)
+        places << jobs_held
+        assert_equal [1] * 7, places
+      end
+    end
+
+    def describe_wait_for_push
+      it "wakes a waiter when a job is pushed to an empty queue" do
+        subject.wait_for_push(0.05) # starts listening
+        waiter = Thread.new { subject.wait_for_push(5) }
+        subject.push("default", [job])
+        assert_equal true, waiter.value
+      end
+
+      it "waits on its first call until a push comes" do
+        waiter = Thread.new { subject.wait_for_push(5) }
+        wait_for(message: "the waiter to wake") do
+          subject.push("q#{SecureRandom.hex(4)}", [job]) # each to an empty queue
+          !waiter.alive?
+        end
+        assert_equal true, waiter.value
+      end
+
+      it "returns false when nothing is pushed before the timeout" do
+        assert_equal false, subject.wait_for_push(0.2)
+      end
+    end
+  end
+
+  # The store under test, built once per test.
+  def subject = @subject ||= build_store
+
+  def teardown
+    @subject&.close
+    super
+  end
+
+  # A job payload as the client writes it.
+  def job(queue: "default", **extra)
+    data = {"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [1], "queue" => queue, "retries" => 3}
+    Jiggler::Payload.dump(data.merge(extra.transform_keys(&:to_s)))
+  end
+
+  def now = Time.now.to_f
+
+  def fetch(queues = ["default"], limit:, token: 0, acks: [], reliable: true, process: PROCESS)
+    subject.fetch(process, queues, limit: limit, token: token, acks: acks, reliable: reliable)
+  end
+
+  def fail_jobs(failures, reliable: true, dead_cutoff: 0.0, dead_max: 100)
+    subject.fail(PROCESS, failures, reliable: reliable, dead_cutoff: dead_cutoff, dead_max: dead_max)
+  end
+
+  def fields(reply) = reply.each_slice(2).map(&:first)
+
+  def payloads(reply) = reply.each_slice(2).map(&:last)
+
+  # How many jobs are anywhere: queued, in flight for PROCESS, scheduled, retrying or dead.
+  def jobs_held
+    subject.queue_sizes.values.sum + subject.in_flight_count(PROCESS) + subject.counts.values_at(:scheduled, :retry, :dead).sum
+  end
+
+  # Puts something in every place the store has.
+  def fill
+    subject.push("default", [job, job, job])
+    subject.push("mail", [job(queue: "mail")])
+    subject.schedule([[now + 60, job]])
+    subject.beat(PROCESS, "{}", 60)
+    first, second, third = fields(fetch(limit: 3))
+    fetch(limit: 0, acks: [first])
+    fail_jobs([[second, "retry", now + 60, job], [third, "dead", now, job]])
+    subject.push("default", [job])
+    fetch(limit: 1, token: 3)
+  end
+end
