@@ -64,6 +64,7 @@ module Jiggler
     private
 
     def reset_client
+      @client&.store&.close
       @client = nil
     end
   end

@@ -14,20 +14,20 @@ module Jiggler
     def client(config)
       redis = Redis::Connection.config(config[:redis_url])
       pool = config[:client_redis_pool] || client_pool(config, redis)
-      Redis.new(pool: pool, namespace: config[:namespace], config: redis)
+      Redis.new(pool: pool, namespace: config[:namespace], config: redis, owned: !config[:client_redis_pool])
     end
 
     # The store a server's fibers share.
     # @parameter size [Integer] connections at most.
     def server(config, size:)
       redis = Redis::Connection.config(config[:redis_url])
-      Redis.new(pool: Redis::Connection.fiber_pool(redis, size), namespace: config[:namespace], config: redis)
+      Redis.new(pool: Redis::Connection.fiber_pool(redis, size), namespace: config[:namespace], config: redis, owned: true)
     end
 
     # A store on one connection of its own, for a thread outside the reactor (the heartbeat).
     def dedicated(config)
       redis = Redis::Connection.config(config[:redis_url])
-      Redis.new(pool: redis.new_client, namespace: config[:namespace], config: redis)
+      Redis.new(pool: redis.new_client, namespace: config[:namespace], config: redis, owned: true)
     end
 
     def client_pool(config, redis)

@@ -65,7 +65,6 @@ module Jiggler
         @changed.signal
         @task&.wait
         @listener&.stop
-        @store.close
         flush(timeout)
       end
 

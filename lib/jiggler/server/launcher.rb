@@ -75,6 +75,7 @@ module Jiggler
           @fetcher.stop(FINISH_TIMEOUT)
           return_jobs(unstarted)
         end
+        @store.close
         @heartbeat.stop(unregister: left.zero?)
         @logger.info("stopped: #{interrupted} jobs interrupted; unfinished jobs are back in their queues") if left.zero?
       rescue => error

@@ -31,6 +31,7 @@ module Jiggler
         @stopping = true
         @wakeup.signal
         @task&.wait
+        @store.close
       end
 
       private

@@ -28,8 +28,10 @@ module Jiggler
       # @parameter pool [#with | #acquire] a ConnectionPool, an Async::Pool or a single RedisClient.
       # @parameter namespace [String] the prefix of every key.
       # @parameter config [RedisClient::Config | Nil] used to open the subscription that wakes idle servers.
-      def initialize(pool:, namespace: "jiggler", config: nil)
+      # @parameter owned [Boolean] whether `close` also closes the pool (false for a pool the application passed).
+      def initialize(pool:, namespace: "jiggler", config: nil, owned: false)
         @pool = pool
+        @owned = owned
         @checkout = pool.respond_to?(:acquire) ? :acquire : :with
         @keys = Keys.new(namespace)
         @config = config
@@ -92,7 +94,8 @@ module Jiggler
       def requeue(process)
         key = @keys.in_flight(process)
         with do |redis|
-          redis.call("HKEYS", key).each_slice(CHUNK).sum do |fields|
+          # Newest first: each goes to the head of its queue, so the first fetched ends up first again.
+          redis.call("HKEYS", key).sort_by { |field| -field.to_i }.each_slice(CHUNK).sum do |fields|
             move(redis, key, "in_flight", fields.map { |field| [field, field.split("|", 2).last, ""] })
           end
         end
@@ -148,10 +151,12 @@ module Jiggler
         raise ConnectionError, "subscription lost: #{error.message}"
       end
 
-      # Closes the subscription (the pool belongs to whoever passed it).
+      # Closes the subscription, and the pool when the store built it.
       def close
         @subscription&.close
         @subscription = nil
+        return unless @owned
+        @pool.respond_to?(:shutdown) ? @pool.shutdown(&:close) : @pool.close
       end
 
       # Runs a block with a connection from the pool, turning connection failures into ConnectionError.
@@ -169,6 +174,7 @@ module Jiggler
         raise ConnectionError, "no Redis config to subscribe with" unless @config
         subscription = @config.new_client.pubsub
         subscription.call("SUBSCRIBE", @keys.wake)
+        subscription.next_event(Connection::TIMEOUTS[:read_timeout]) # the confirmation, not a push
         subscription
       end
 
