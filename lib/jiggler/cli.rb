@@ -53,7 +53,9 @@ module Jiggler
           (flags[:queues] ||= []) << (priority ? [name, Integer(priority, exception: false) || priority] : name)
         end
         opts.on("-r", "--require PATH", "file that loads your jobs, or a Rails app directory") { |v| flags[:require] = v }
-        opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") { |v| flags[:timeout] = v }
+        opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") do |value|
+          flags[:timeout] = (value % 1).zero? ? value.to_i : value
+        end
         opts.on("-v", "--verbose", "log debug messages") { flags[:verbose] = true }
         opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| flags[:config_file] = v }
         opts.on("-V", "--version", "print the version") { puts "jiggler #{VERSION}" or exit }
@@ -87,8 +89,9 @@ module Jiggler
       file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
       raise StartError, "cannot load #{file}: no such file" unless ::File.file?(file)
       require ::File.expand_path(file)
-    rescue ScriptError, StandardError => error
-      raise if error.is_a?(StartError)
+    rescue SystemExit, SignalException, StartError
+      raise
+    rescue Exception => error # rubocop:disable Lint/RescueException -- whatever the file raises becomes one line
       raise StartError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
     end
 

@@ -14,7 +14,10 @@ describe "jiggler CLI" do
   def jobs_file = File.expand_path("../fixtures/jobs.rb", __dir__)
 
   before { @tmp = Dir.mktmpdir("jiggler-cli-test") }
-  after { FileUtils.rm_rf(@tmp) }
+  after do
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    FileUtils.rm_rf(@tmp)
+  end
 
   # Runs `exe/jiggler` with exactly these arguments until it exits; returns its exit status and output.
   def run_cli(*args, env: {}, timeout: 15)
@@ -111,6 +114,12 @@ describe "jiggler CLI" do
       file = write("syntax_error.rb", "class Broken\n  def perform(\nend\n")
       status, output = run_cli("-r", file)
       assert_refused status, output, /#{Regexp.escape(file)}.*SyntaxError/
+    end
+
+    it "exits non-zero with one line when the -r file raises an Exception that is not a StandardError" do
+      file = write("raises_exception.rb", %(raise Exception, "low-level failure while loading"\n))
+      status, output = run_cli("-r", file)
+      assert_refused status, output, /#{Regexp.escape(file)}.*Exception: low-level failure while loading/
     end
 
     it "exits non-zero with one line when the -r file requires a missing library" do

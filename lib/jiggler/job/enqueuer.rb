@@ -46,7 +46,7 @@ module Jiggler
 
       def push(args_list, at: nil)
         name = @job_class.name or raise ArgumentError, "anonymous classes cannot be jobs: give #{@job_class} a name"
-        args_list.each_with_index { |args, index| Payload.check_args!(name, args, list: args_list.size > 1 ? index : nil) }
+        args_list.each_with_index { |args, index| Payload.check_args!(name, args, list: (args_list.size > 1) ? index : nil) }
         return [] if args_list.empty?
         Jiggler.client.push(name, args_list, @options, at: at)
       end

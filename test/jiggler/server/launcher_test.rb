@@ -7,10 +7,11 @@ require "fileutils"
 
 # End-to-end tests of a running server: jobs, concurrency, priorities, scheduling, retries, bad jobs and stats.
 describe "jiggler server" do
-  PROCESS_KEYS = %w[heartbeat rss current_jobs name concurrency timeout queues poller_enabled started_at pid hostname].freeze
-
   before { @tmp = Dir.mktmpdir("jiggler-server-test") }
-  after { FileUtils.rm_rf(@tmp) }
+  after do
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    FileUtils.rm_rf(@tmp)
+  end
 
   # A server that refreshes its summary entry twice a second, so that running jobs show up without a 5 s wait.
   def start_fast_server(*flags)
@@ -34,8 +35,10 @@ describe "jiggler server" do
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+  def process_keys = %w[heartbeat rss current_jobs name concurrency timeout queues poller_enabled started_at pid hostname]
+
   it "runs enqueued jobs and counts them" do
-    RecordJob.enqueue_bulk((1..50).map { |n| [n] })
+    RecordJob.enqueue_bulk((1..50).zip)
     start_server
     wait_for(message: "50 jobs") { recorded.size == 50 }
     assert_equal (1..50).map(&:to_s).sort, recorded.sort
@@ -69,6 +72,15 @@ describe "jiggler server" do
     assert_equal (1..5).map { |n| "low-#{n}" }, recorded.last(5)
   end
 
+  it "takes a high priority job enqueued while busy before the waiting low priority ones" do
+    SlowJob.with_options(queue: "low").enqueue_bulk([["low-1", 0.6], ["low-2", 0.1], ["low-3", 0.1]])
+    start_server("-c", "1", "-q", "high,10", "-q", "low,1")
+    wait_for(message: "the first low job") { recorded.include?("start:low-1") }
+    RecordJob.with_options(queue: "high").enqueue("high")
+    wait_for(message: "every job") { recorded.size == 7 }
+    assert_equal %w[start:low-1 done:low-1 high start:low-2 done:low-2 start:low-3 done:low-3], recorded
+  end
+
   it "runs a scheduled job on its own queue about when it is due" do
     start_server("-q", "other")
     enqueued = now
@@ -84,18 +96,20 @@ describe "jiggler server" do
   it "keeps every option of chained with_options calls" do
     start_server("-q", "other")
     jid = FailingJob.with_options(queue: "other").with_options(retries: 0).enqueue("chained")
+    RecordJob.with_options(retries: 1).with_options(queue: "other").enqueue_in(0.5, "chained-later")
     wait_for(message: "the job in the dead set") { Jiggler.summary["dead_jobs_count"] == 1 }
     job = set_jobs(:dead).first
     assert_equal jid, job["jid"]
     assert_equal "other", job["queue"]
     assert_equal 0, job["retries"]
     assert_equal 1, job["attempt"]
-    assert_equal ["fail:chained"], recorded
     assert_equal 0, Jiggler.summary["retry_jobs_count"]
+    wait_for(timeout: 5, message: "the scheduled chained job") { recorded.include?("chained-later") }
+    assert_equal ["chained-later", "fail:chained"], recorded.sort
   end
 
   it "retries a failing job, then moves it to the dead set after its retries" do
-    start_server
+    server = start_server
     jid = FailingJob.enqueue("again")
     wait_for(message: "the first retry") { set_jobs(:retry).first }
     job = set_jobs(:retry).first
@@ -122,6 +136,9 @@ describe "jiggler server" do
     assert_equal 0, summary["retry_jobs_count"]
     assert_equal 3, summary["failures_count"]
     assert_equal 0, summary["processed_count"]
+    (1..3).each do |attempt|
+      assert_match(/ERROR: .*FailingJob jid=#{jid} queue=default attempt=#{attempt} ArgumentError: failed on purpose: again/, server.log)
+    end
   end
 
   it "records bad jobs as failures with a clear error and goes on with good ones" do
@@ -147,6 +164,11 @@ describe "jiggler server" do
     assert_match(/MalformedError/, malformed["error_class"])
     assert_match(/not valid JSON/, malformed["error_message"])
 
+    [unknown, arity].each do |payload|
+      assert_match(/ERROR: .*#{JSON.parse(payload)["name"]} jid=#{JSON.parse(payload)["jid"]} queue=default attempt=1 /, server.log)
+    end
+    assert_match(/ERROR: .*unreadable job in queue default/, server.log)
+
     RecordJob.enqueue("good")
     wait_for(message: "the good job") { recorded == ["good"] }
     assert server.running?
@@ -154,14 +176,9 @@ describe "jiggler server" do
   end
 
   it "does not run a class that is not a Jiggler::Job" do
-    server = start_server
+    start_server
     store.push("default", [raw_job("PlainClass", [], "retries" => 0)])
-    begin
-      wait_for(message: "the dead job") { set_jobs(:dead).any? }
-    rescue Minitest::Assertion
-      puts server.log, Jiggler.summary.inspect, redis.call("KEYS", "*#{@namespace}*").inspect
-      raise
-    end
+    wait_for(message: "the dead job") { set_jobs(:dead).any? }
     assert_match(/not a Jiggler::Job/, set_jobs(:dead).first["error_message"])
     assert_empty recorded
   end
@@ -175,7 +192,7 @@ describe "jiggler server" do
         all if all.size == 1 && all.values.first["current_jobs"].any?
       end
       id, info = processes.first
-      assert_equal PROCESS_KEYS.sort, info.keys.sort
+      assert_equal process_keys.sort, info.keys.sort
       assert_equal server.pid.to_s, info["pid"]
       assert_equal "2", info["concurrency"]
       assert_equal 3.0, Float(info["timeout"])
