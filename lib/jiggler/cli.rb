@@ -14,6 +14,8 @@ module Jiggler
 
     SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
+    # Seconds past `timeout` a stopping server is given before it exits regardless.
+    STOP_GRACE = 4.5
 
     # Runs the command.
     # @parameter argv [Array(String)]
@@ -25,8 +27,7 @@ module Jiggler
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
-      serve
-      0
+      serve ? 0 : 1
     rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::Redis::ConnectionError => error
       warn("jiggler: #{error.message}")
       1
@@ -98,7 +99,13 @@ module Jiggler
     def serve
       require_relative "server/launcher"
       reader, writer = IO.pipe
-      SIGNAL_ACTIONS.each_key { |signal| trap(signal) { writer.write_nonblock("#{signal}\n", exception: false) } }
+      alarm = watchdog(Jiggler.config[:timeout] + STOP_GRACE)
+      SIGNAL_ACTIONS.each do |signal, action|
+        trap(signal) do
+          writer.write_nonblock("#{signal}\n", exception: false)
+          alarm.write_nonblock(".", exception: false) if action == :stop
+        end
+      end
       Sync do |task|
         launcher = Server::Launcher.new(config: Jiggler.config.freeze)
         launcher.start(parent: task)
@@ -106,6 +113,7 @@ module Jiggler
       end
     end
 
+    # @returns [Boolean] what the launcher's stop returned.
     def handle_signals(reader, writer, launcher)
       stopping = nil
       while (line = reader.gets)
@@ -116,6 +124,22 @@ module Jiggler
         else break
         end
       end
+      stopping.wait
+    end
+
+    # A thread that ends the process if it is still alive `seconds` after the first stop signal: a job that holds the
+    # reactor with CPU work cannot be interrupted, and a store that hangs must not keep the process from exiting.
+    # Jobs it leaves in flight go back to their queues by another process's reaper.
+    # @returns [IO] the pipe to write to when a stop signal arrives.
+    def watchdog(seconds)
+      reader, writer = IO.pipe
+      Thread.new do
+        reader.read(1)
+        sleep(seconds)
+        Jiggler.logger.error("did not stop within #{seconds} s; exiting now, unfinished jobs stay in flight for recovery")
+        exit!(1)
+      end
+      writer
     end
 
     def stop_in_background(launcher, writer)

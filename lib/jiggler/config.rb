@@ -29,7 +29,9 @@ module Jiggler
       poller_enabled: true,
       poll_interval: 1,
       dead_max_jobs: 10_000,
-      dead_timeout: 180 * 24 * 60 * 60
+      dead_timeout: 180 * 24 * 60 * 60,
+      recovery_timeout: 15,
+      max_crashes: 3
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
@@ -76,6 +78,16 @@ module Jiggler
     def at_least_once?
       self[:mode] == :at_least_once
     end
+
+    # Seconds a process's registration lives without a heartbeat: two thirds of `recovery_timeout`, so that the
+    # reaper, checking every fifth of it, finds a dead process's jobs within `recovery_timeout`.
+    def registration_ttl = self[:recovery_timeout] * 2 / 3.0
+
+    # Seconds between heartbeats: `stats_interval`, or less when needed to beat several times per registration.
+    def heartbeat_interval = [self[:stats_interval], self[:recovery_timeout] / 5.0].min
+
+    # Seconds between the reaper's checks for dead processes.
+    def reaper_interval = self[:recovery_timeout] / 5.0
 
     # The cleaner for the configured store.
     # @returns [Cleaner]

@@ -12,6 +12,8 @@ describe Jiggler::Config do
     stats_interval: ["a positive number of seconds", [0, -2, "5", nil, Float::INFINITY]],
     poll_interval: ["a positive number of seconds", [0, -0.5, "1", nil, Float::NAN]],
     dead_timeout: ["a positive number of seconds", [0, -60, "1d", nil, Float::INFINITY]],
+    recovery_timeout: ["a positive number of seconds", [0, -1, "15", nil, Float::NAN]],
+    max_crashes: ["a positive Integer", [0, -1, 2.5, "3", nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],
     poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
     namespace: ["a non-empty String", ["", nil, :jiggler, 1]],

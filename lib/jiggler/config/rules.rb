@@ -14,8 +14,8 @@ module Jiggler
       # @raises [InvalidError]
       def check(key, value)
         case key
-        when :client_concurrency, :concurrency, :dead_max_jobs then positive_integer(key, value)
-        when :timeout, :stats_interval, :poll_interval, :dead_timeout then positive_number(key, value)
+        when :client_concurrency, :concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
+        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout then positive_number(key, value)
         when :client_async, :poller_enabled then boolean(key, value)
         when :environment, :require, :config_file then optional_string(key, value)
         when :redis_url then redis_url(value)

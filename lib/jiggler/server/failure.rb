@@ -27,6 +27,12 @@ module Jiggler
         [field, "retry", now + delay(attempt), Payload.dump(job)]
       end
 
+      # The record for a job sent straight to the dead set, whatever its retries.
+      def kill(field, job, error, now)
+        describe(job, error, job["attempt"].to_i, now)
+        dead(field, job, now)
+      end
+
       # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
       def malformed(fetched, error, now)
         job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => fetched.queue,

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "set"
 require "async/notification"
 require "async/task"
 require_relative "fetched"
@@ -77,6 +78,7 @@ module Jiggler
         loop do
           break if @state == :stopped
           cycle
+          reconcile if @outage.ongoing?
           @outage.recovered
           wait(IDLE_POLL) unless more_to_do?
         rescue => error
@@ -102,6 +104,17 @@ module Jiggler
       rescue
         @acks.unshift(*acks)
         raise
+      end
+
+      # A round trip that failed may still have run in the store: jobs recorded in flight for this process that it never
+      # received would stay there for good. Put those back in their queues.
+      def reconcile
+        return unless @reliable
+        known = (@workers.assigned_fields + @acks + @failures.map(&:first)).to_set
+        stray = @store.in_flight(@process).keys.reject { |field| known.include?(field) }
+        return if stray.empty?
+        @store.requeue(@process, stray.to_h { |field| [field, nil] })
+        @logger.warn("fetcher: #{stray.size} jobs taken during the outage never arrived; they are back in their queues")
       end
 
       def write_failures

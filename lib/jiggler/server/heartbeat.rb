@@ -11,12 +11,14 @@ module Jiggler
       # @parameter store [Store::Redis] a store on a connection of its own (used from this thread only).
       # @parameter identity [Identity]
       # @parameter workers [Workers] asked for the jobs running now.
-      # @parameter interval [Numeric] seconds between beats; the registration lives three intervals.
-      def initialize(store:, identity:, workers:, interval:, logger:)
+      # @parameter interval [Numeric] seconds between beats.
+      # @parameter ttl [Numeric] seconds the registration lives without a beat; then the process counts as dead.
+      def initialize(store:, identity:, workers:, interval:, ttl:, logger:)
         @store = store
         @identity = identity
         @workers = workers
         @interval = interval
+        @ttl = ttl
         @outage = Outage.new("heartbeat", logger)
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
@@ -38,7 +40,7 @@ module Jiggler
           @stopping = true
           @wakeup.signal
         end
-        @thread&.join(@interval + 1)
+        @thread&.join(1) # a beat stuck on an unreachable store is abandoned: the process is exiting
         @store.unregister(@identity.id) if unregister
       ensure
         @store.close
@@ -67,7 +69,7 @@ module Jiggler
 
       def beat
         info = Payload.dump(@identity.info(@workers.current_jobs))
-        @store.beat(@identity.id, info, @interval * 3)
+        @store.beat(@identity.id, info, @ttl)
       end
     end
   end

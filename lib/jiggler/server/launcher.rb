@@ -8,6 +8,7 @@ require_relative "workers"
 require_relative "fetcher"
 require_relative "scheduler"
 require_relative "heartbeat"
+require_relative "reaper"
 
 module Jiggler
   module Server
@@ -29,8 +30,9 @@ module Jiggler
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
         @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger) if config[:poller_enabled]
+        @reaper = Reaper.new(store: Store.dedicated(config), config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
-          interval: config[:stats_interval], logger: logger)
+          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
       end
 
       # Starts every part inside the running reactor.
@@ -42,6 +44,7 @@ module Jiggler
         @workers.start(parent: parent, reporter: @fetcher)
         @fetcher.start(parent: parent)
         @scheduler&.start(parent: parent)
+        @reaper.start(parent: parent)
         @logger.info(started_message)
       end
 
@@ -52,11 +55,13 @@ module Jiggler
       end
 
       # Shuts down: see the class comment. Delivery is at-least-once: a job stopped midway runs again elsewhere.
+      # @returns [Boolean] whether every unfinished job is back in its queue (else they wait in flight for a reaper).
       # @asynchronous
       def stop
         @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
         @fetcher.quiet
         @scheduler&.stop
+        @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])
         finish(unstarted, interrupted)
@@ -78,9 +83,12 @@ module Jiggler
         @store.close
         @heartbeat.stop(unregister: left.zero?)
         @logger.info("stopped: #{interrupted} jobs interrupted; unfinished jobs are back in their queues") if left.zero?
+        left.zero?
       rescue => error
         @heartbeat.stop(unregister: false)
-        @logger.error("stopped, but unfinished jobs stay in flight for recovery: #{error.class}: #{error.message}")
+        @logger.error("stopped, but unfinished jobs stay in flight until a live process's reaper returns them to their " \
+          "queues: #{error.class}: #{error.message}")
+        false
       end
 
       # Puts jobs that did not finish back in their queues; returns how many could not be.

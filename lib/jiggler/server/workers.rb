@@ -49,6 +49,9 @@ module Jiggler
       # @returns [Hash] a copy, safe to read from another thread.
       def current_jobs = @running.dup
 
+      # The in-flight fields of the jobs assigned to the workers, running or waiting.
+      def assigned_fields = @running.keys + @jobs.map(&:field)
+
       # Takes back the jobs that were assigned but have not started.
       # @returns [Array(Fetched)]
       def drain

@@ -89,21 +89,41 @@ module Jiggler
         with { |redis| SCRIPTS[:fail].call(redis, keys, [reliable ? 1 : 0, dead_cutoff, dead_max, *failures.flatten(1)]) }
       end
 
-      # Puts every job a process holds in flight back at the head of its queue.
+      # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
+      # @parameter jobs [Hash(String, String) | Nil] in-flight fields to the payload to push instead of the recorded
+      #   one (nil: as recorded); nil means every job the process holds.
       # @returns [Integer] how many jobs went back.
-      def requeue(process)
+      def requeue(process, jobs = nil)
         key = @keys.in_flight(process)
         with do |redis|
+          jobs ||= redis.call("HKEYS", key).to_h { |field| [field, nil] }
           # Newest first: each goes to the head of its queue, so the first fetched ends up first again.
-          redis.call("HKEYS", key).sort_by { |field| -field.to_i }.each_slice(CHUNK).sum do |fields|
-            move(redis, key, "in_flight", fields.map { |field| [field, field.split("|", 2).last, ""] })
+          jobs.sort_by { |field, _| -field.to_i }.each_slice(CHUNK).sum do |slice|
+            move(redis, key, "in_flight", slice.map { |field, payload| [field, field.split("|", 2).last, payload.to_s] })
           end
         end
+      end
+
+      # The jobs a process holds in flight.
+      # @returns [Hash(String, String)] in-flight field to payload.
+      def in_flight(process)
+        with { |redis| redis.call("HGETALL", @keys.in_flight(process)) }
       end
 
       # How many jobs a process holds in flight.
       def in_flight_count(process)
         with { |redis| redis.call("HLEN", @keys.in_flight(process)) }
+      end
+
+      # The registered processes whose registration expired: they stopped beating, so they are dead.
+      # @returns [Array(String)] their ids.
+      def dead_processes = registrations.filter_map { |id, info| id if info.nil? }
+
+      # Drops a dead process from the registry once it holds no job in flight.
+      # @returns [Boolean] whether it was dropped.
+      def forget(process)
+        return false unless in_flight_count(process).zero?
+        with { |redis| redis.call("ZREM", @keys.processes, process) == 1 }
       end
 
       # Moves due scheduled jobs and retries to their queues.

@@ -31,12 +31,7 @@ module Jiggler
 
         # The live processes and what each last reported.
         # @returns [Hash(String, String)] process id to its JSON description.
-        def processes
-          ids = registered_processes
-          return {} if ids.empty?
-          infos = with { |redis| redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }]) }
-          ids.zip(infos).to_h.compact
-        end
+        def processes = registrations.compact
 
         # Jobs waiting in a queue, next to run first.
         # @returns [Array(String)] payloads.
@@ -98,6 +93,13 @@ module Jiggler
         private
 
         def registered_processes = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
+
+        # Every registered process id with its description, nil where the registration expired.
+        def registrations
+          ids = registered_processes
+          return {} if ids.empty?
+          ids.zip(with { |redis| redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }]) }).to_h
+        end
 
         def set_key(set)
           raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set)

@@ -2,7 +2,7 @@
 -- scheduled or retry set to the tail of their queue, or in-flight jobs back to the head of theirs.
 -- KEYS[1] the sorted set or in-flight hash, KEYS[2] set of queue names, KEYS[3..] queue lists, one per job
 -- ARGV[1] wake channel, ARGV[2] "set" or "in_flight", then triples per job: member or field, queue name, payload to
--- push (for a set; an in-flight job is pushed as it was recorded)
+-- push (for an in-flight job, "" pushes it as it was recorded)
 local from_set = ARGV[2] == "set"
 local moved = 0
 for i = 3, #KEYS do
@@ -14,10 +14,10 @@ for i = 3, #KEYS do
       length = redis.call("LPUSH", KEYS[i], payload)
     end
   else
-    payload = redis.call("HGET", KEYS[1], item)
-    if payload then
+    local recorded = redis.call("HGET", KEYS[1], item)
+    if recorded then
       redis.call("HDEL", KEYS[1], item)
-      length = redis.call("RPUSH", KEYS[i], payload)
+      length = redis.call("RPUSH", KEYS[i], payload ~= "" and payload or recorded)
     end
   end
   if length > 0 then

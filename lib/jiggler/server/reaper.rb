@@ -1,0 +1,87 @@
+# frozen_string_literal: true
+
+require_relative "periodic"
+require_relative "failure"
+require_relative "fetched"
+require_relative "../payload"
+
+module Jiggler
+  module Server
+    # Finds processes that died (their registration expired without a goodbye: kill -9, OOM, a lost host) and puts
+    # the jobs they held in flight back at the head of their queues. Each such delivery counts as a crash on the job;
+    # a job in flight at `max_crashes` deaths is probably what kills its process, so it goes to the dead set instead.
+    # Every live process runs a reaper; the store moves each job exactly once, whoever gets there first.
+    class Reaper
+      # Recorded on a job that was in flight in too many processes that died.
+      class PoisonJobError < Error; end
+
+      # @parameter store [Store::Redis] a store for this reaper alone.
+      # @parameter config [Config]
+      def initialize(store:, config:, logger:)
+        @store = store
+        @max_crashes = config[:max_crashes]
+        @dead_timeout = config[:dead_timeout]
+        @dead_max = config[:dead_max_jobs]
+        @logger = logger
+        # Jitter keeps the reapers of many processes from checking in step.
+        @periodic = Periodic.new("reaper", interval: config.reaper_interval, logger: logger, jitter: 0.2) { reap }
+      end
+
+      # @parameter parent [Async::Task]
+      def start(parent:) = @periodic.start(parent: parent)
+
+      # @asynchronous
+      def stop
+        @periodic.stop
+        @store.close
+      end
+
+      # Recovers the jobs of every dead process once.
+      # @returns [Integer] how many jobs went back to their queues or to the dead set.
+      def reap
+        @store.dead_processes.sum { |process| recover(process) }
+      end
+
+      private
+
+      def recover(process)
+        held = @store.in_flight(process)
+        poisoned, requeued = sort(held)
+        @store.fail(process, poisoned, reliable: true, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max) if poisoned.any?
+        @store.requeue(process, requeued) if requeued.any?
+        @store.forget(process)
+        log(process, requeued.size, poisoned.size) unless held.empty?
+        held.size
+      end
+
+      # Splits a dead process's jobs into failure records for the dead set and replacement payloads to requeue.
+      def sort(held)
+        now = Time.now.to_f
+        poisoned = []
+        requeued = {}
+        held.each do |field, payload|
+          job = Payload.load(payload)
+          job["crashes"] = job["crashes"].to_i + 1
+          if job["crashes"] >= @max_crashes
+            poisoned << Failure.kill(field, job, poison_error(job), now)
+          else
+            requeued[field] = Payload.dump(job)
+          end
+        rescue Payload::MalformedError => error
+          poisoned << Failure.malformed(Fetched.new(field, payload), error, now)
+        end
+        [poisoned, requeued]
+      end
+
+      def poison_error(job)
+        PoisonJobError.new("#{job["name"]} was running in #{job["crashes"]} processes that died; it may be what kills " \
+          "them, so it is not run again")
+      end
+
+      def log(process, requeued, poisoned)
+        @logger.warn("reaper: process #{process} died; #{requeued} of its jobs are back in their queues" +
+          (poisoned.positive? ? ", #{poisoned} went to the dead set" : ""))
+      end
+    end
+  end
+end
