@@ -4,17 +4,20 @@ require "socket"
 require "tmpdir"
 require "fileutils"
 
-# A private redis-server on a free loopback port, started once for the whole test run and stopped at exit.
+# A private redis-server on a free loopback port. `RedisServer.instance` is the suite's shared one, started once and
+# stopped after the run; tests that break Redis (restart it, stall it) start one of their own with `new.start`.
 class RedisServer
   attr_reader :port, :dir
 
   def self.instance
-    @instance ||= new.tap(&:start)
+    @instance ||= new.start
   end
 
-  def initialize
+  # @parameter appendonly [Boolean] keep an append-only file (fsync on every write) so data survives a restart.
+  def initialize(appendonly: false)
     @dir = Dir.mktmpdir("jiggler-redis")
     @port = free_port
+    @appendonly = appendonly
   end
 
   def url = "redis://127.0.0.1:#{@port}/0"
@@ -22,21 +25,37 @@ class RedisServer
   def start
     binary = ENV.fetch("REDIS_SERVER", "redis-server")
     @pid = Process.spawn(binary, "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
-      "--appendonly", "no", "--loglevel", "warning", out: File::NULL, err: File::NULL)
+      "--appendonly", @appendonly ? "yes" : "no", "--appendfsync", "always", "--loglevel", "warning",
+      out: File::NULL, err: File::NULL)
     wait_until_ready
     # Minitest runs the tests from an at_exit hook; stop only after they are done.
-    Minitest.after_run { stop }
+    Minitest.after_run { stop } unless @cleanup_registered
+    @cleanup_registered = true
+    self
   end
 
-  def stop
+  # Stops the server; its data directory stays for a restart.
+  def shutdown
     return unless @pid
     Process.kill("TERM", @pid)
     Process.wait(@pid)
     @pid = nil
-    FileUtils.rm_rf(@dir)
   rescue Errno::ESRCH, Errno::ECHILD
-    nil
+    @pid = nil
   end
+
+  # Stops and starts again on the same port and data directory.
+  def restart
+    shutdown
+    start
+  end
+
+  def stop
+    shutdown
+    FileUtils.rm_rf(@dir)
+  end
+
+  def running? = !@pid.nil?
 
   private
 
