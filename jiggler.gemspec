@@ -23,4 +23,5 @@ Gem::Specification.new do |spec|
   spec.add_dependency "connection_pool", ">= 2.4", "< 3"
   spec.add_dependency "oj", "~> 3.16"
   spec.add_dependency "redis-client", ">= 0.22", "< 1"
+  spec.add_dependency "sqlite3", ">= 2.1", "< 3"
 end

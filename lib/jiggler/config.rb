@@ -31,7 +31,10 @@ module Jiggler
       dead_max_jobs: 10_000,
       dead_timeout: 180 * 24 * 60 * 60,
       recovery_timeout: 15,
-      max_crashes: 3
+      max_crashes: 3,
+      sqlite_path: nil,
+      sqlite_synchronous: "normal",
+      done_retention: 3600
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
@@ -74,6 +77,9 @@ module Jiggler
       self[:queues].map(&:first)
     end
 
+    # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
+    def redis? = !self[:redis_url].nil?
+
     # Whether a fetched job stays recorded in flight until it has run.
     def at_least_once?
       self[:mode] == :at_least_once
@@ -106,6 +112,7 @@ module Jiggler
       case key
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then ENV["REDIS_URL"]
+      when :sqlite_path then ENV["JIGGLER_SQLITE_PATH"] || "./jiggler.sqlite3"
       else DEFAULTS.fetch(key) { raise InvalidError, Rules.unknown_key_message(key) }
       end
     end

@@ -4,14 +4,16 @@ require_relative "store/redis"
 
 module Jiggler
   # Stores hold queues, scheduled, retry and dead jobs, in-flight records, processes and counters. Only store classes
-  # know the database; everything else talks to the store interface.
+  # know the database; everything else talks to the store interface. Redis is used when a Redis URL is configured
+  # (`redis_url` or REDIS_URL); otherwise the embedded SQLite file at `sqlite_path`.
   module Store
     module_function
 
-    # The store the client enqueues through: a thread-safe pool by default, a fiber pool with `client_async`, or the
-    # pool given as `client_redis_pool`.
+    # The store the client enqueues through: for Redis, a thread-safe pool by default, a fiber pool with
+    # `client_async`, or the pool given as `client_redis_pool`.
     # @parameter config [Config]
     def client(config)
+      return sqlite(config) unless config.redis?
       redis = Redis::Connection.config(config[:redis_url])
       pool = config[:client_redis_pool] || client_pool(config, redis)
       Redis.new(pool: pool, namespace: config[:namespace], config: redis, owned: !config[:client_redis_pool])
@@ -20,14 +22,21 @@ module Jiggler
     # The store a server's fibers share.
     # @parameter size [Integer] connections at most.
     def server(config, size:)
+      return sqlite(config) unless config.redis?
       redis = Redis::Connection.config(config[:redis_url])
       Redis.new(pool: Redis::Connection.fiber_pool(redis, size), namespace: config[:namespace], config: redis, owned: true)
     end
 
-    # A store on one connection of its own, for a thread outside the reactor (the heartbeat).
+    # A store on one connection of its own, for one loop or thread.
     def dedicated(config)
+      return sqlite(config) unless config.redis?
       redis = Redis::Connection.config(config[:redis_url])
       Redis.new(pool: redis.new_client, namespace: config[:namespace], config: redis, owned: true)
+    end
+
+    def sqlite(config)
+      require_relative "store/sqlite"
+      SQLite.new(path: config[:sqlite_path], synchronous: config[:sqlite_synchronous], done_retention: config[:done_retention])
     end
 
     def client_pool(config, redis)

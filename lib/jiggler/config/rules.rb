@@ -15,9 +15,11 @@ module Jiggler
       def check(key, value)
         case key
         when :client_concurrency, :concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
-        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout then positive_number(key, value)
+        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention
+          positive_number(key, value)
         when :client_async, :poller_enabled then boolean(key, value)
-        when :environment, :require, :config_file then optional_string(key, value)
+        when :environment, :require, :config_file, :sqlite_path then optional_string(key, value)
+        when :sqlite_synchronous then synchronous(value)
         when :redis_url then redis_url(value)
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
@@ -53,6 +55,11 @@ module Jiggler
       def redis_url(value)
         return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
         fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
+      end
+
+      def synchronous(value)
+        return value.to_s if %w[normal full].include?(value.to_s)
+        fail!(:sqlite_synchronous, "\"normal\" or \"full\"", value)
       end
 
       def mode(value)

@@ -7,7 +7,6 @@ module Jiggler
     class Redis
       # Builds Redis connections and pools with timeouts on every call.
       module Connection
-        DEFAULT_URL = "redis://127.0.0.1:6379/0"
         TIMEOUTS = {connect_timeout: 2.0, read_timeout: 5.0, write_timeout: 5.0}.freeze
 
         # A connection that Async::Pool can manage; it reconnects by itself after an error.
@@ -28,10 +27,10 @@ module Jiggler
 
         module_function
 
-        # @parameter url [String | Nil] a redis:// or rediss:// URL; nil means the local default.
+        # @parameter url [String] a redis://, rediss:// or unix:// URL.
         # @returns [RedisClient::Config]
         def config(url)
-          ::RedisClient.config(url: url || DEFAULT_URL, reconnect_attempts: 0, **TIMEOUTS)
+          ::RedisClient.config(url: url, reconnect_attempts: 0, **TIMEOUTS)
         end
 
         # A pool for threads (and plain Ruby): ConnectionPool of `size` connections.

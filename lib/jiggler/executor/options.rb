@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+
+module Jiggler
+  class Executor
+    # A checked, frozen set of executor settings, and the builder behind the chained initializers:
+    # `Executor.interval(0.1).threads(4).batch(true).new`. Each setter returns a new Options with that one value
+    # changed, so a partly built Options can be kept and extended in several ways; `new` builds the executor.
+    class Options
+      DEFAULTS = {
+        threads: 1,
+        queues: 1,
+        queue_size: 1000,
+        interval: 0,
+        batch: false,
+        batch_size: nil
+      }.freeze
+
+      # @parameter values [Hash] any of the keys of DEFAULTS.
+      # @raises [ArgumentError] for an unknown key or a value out of range.
+      def initialize(**values)
+        unknown = values.keys - DEFAULTS.keys
+        raise ArgumentError, "unknown executor option #{unknown.first.inspect} (known: #{DEFAULTS.keys.join(", ")})" if unknown.any?
+        @values = DEFAULTS.merge(values).freeze
+        check
+        freeze
+      end
+
+      # @parameter count [Integer] executor threads in the pool (at least 1).
+      # @returns [Options]
+      def threads(count) = with(threads: count)
+
+      # @parameter count [Integer] queues, each with a dispatcher thread of its own (at least 1).
+      # @returns [Options]
+      def queues(count) = with(queues: count)
+
+      # @parameter size [Integer] items each queue holds before `submit` and `submit!` block (at least 1).
+      # @returns [Options]
+      def queue_size(size) = with(queue_size: size)
+
+      # @parameter seconds [Numeric] in batch mode, the longest an item waits for its batch to fill (0 or more).
+      # @returns [Options]
+      def interval(seconds) = with(interval: seconds)
+
+      # @parameter enabled [Boolean] hand the block arrays of items instead of single items.
+      # @returns [Options]
+      def batch(enabled) = with(batch: enabled)
+
+      # @parameter size [Integer | Nil] the most items in one batch (at least 1); nil allows a whole queue.
+      # @returns [Options]
+      def batch_size(size) = with(batch_size: size)
+
+      # Builds an executor with these settings (and any given here on top).
+      # @returns [Executor]
+      def new(**overrides) = Executor.new(**@values, **overrides)
+
+      # @returns [Hash] every setting, defaults included.
+      def to_h = @values
+
+      def inspect = "#<#{self.class} #{@values.map { |key, value| "#{key}=#{value.inspect}" }.join(" ")}>"
+
+      private
+
+      def with(**changes) = Options.new(**@values, **changes)
+
+      def check
+        %i[threads queues queue_size].each { |key| positive_integer(key) }
+        positive_integer(:batch_size) unless @values[:batch_size].nil?
+        interval = @values[:interval]
+        unless interval.is_a?(Numeric) && interval.real? && interval >= 0 && interval.finite?
+          raise ArgumentError, "executor interval must be a number of seconds, 0 or more (got #{interval.inspect})"
+        end
+        return if [true, false].include?(@values[:batch])
+        raise ArgumentError, "executor batch must be true or false (got #{@values[:batch].inspect})"
+      end
+
+      def positive_integer(key)
+        value = @values[key]
+        return if value.is_a?(Integer) && value.positive?
+        raise ArgumentError, "executor #{key} must be a positive Integer (got #{value.inspect})"
+      end
+    end
+  end
+end

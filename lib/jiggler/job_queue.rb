@@ -1,0 +1,195 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "oj"
+require "sqlite3"
+require_relative "error"
+require_relative "job_queue/schema"
+
+module Jiggler
+  # A durable job queue in one SQLite file, safe for many processes at once (WAL, short transactions). Jobs have an
+  # id, a state (any String), a JSON payload and an ordered log of events. It is the embedded store's foundation, and
+  # a small API of its own:
+  #
+  #   Jiggler::JobQueue.open("work.sqlite3") do |queue|
+  #     id = queue.create({"url" => "https://example.com"}, "new")
+  #     job = queue.poll({state: "new"}, "working")  # the oldest "new" job, now "working"
+  #     queue.append_event(job.id, {"fetched" => 200})
+  #     queue.cas_state(job.id, "working", "done")   # => true
+  #   end
+  class JobQueue
+    # Raised when the file cannot be opened as a jiggler database.
+    class OpenError < Error; end
+
+    # A job as read back: id, state, payload (parsed) and events (oldest first, each [epoch seconds, event]).
+    Job = Struct.new(:id, :state, :payload, :events)
+
+    SYNCHRONOUS = %w[normal full].freeze
+    LOCK_TIMEOUT_MS = 5_000
+
+    # Opens a queue, yields it and closes it.
+    # @yields {|queue| ...}
+    def self.open(path, **options)
+      queue = new(path, **options)
+      return queue unless block_given?
+      begin
+        yield queue
+      ensure
+        queue.close
+      end
+    end
+
+    attr_reader :path, :db
+
+    # Opens (creating and migrating as needed) the database at `path`.
+    # @parameter path [String] a file path, or ":memory:".
+    # @parameter synchronous [String] "normal" (safe against process crashes) or "full" (also against power loss).
+    # @raises [OpenError] naming the file, when it cannot be created, is not jiggler's, or is from a newer version.
+    def initialize(path, synchronous: "normal")
+      @path = path.to_s
+      raise ArgumentError, "synchronous must be one of #{SYNCHRONOUS.join(", ")}" unless SYNCHRONOUS.include?(synchronous.to_s)
+      @db = connect
+      check_file
+      configure(synchronous.to_s)
+      migrate
+    rescue SQLite3::NotADatabaseException, SQLite3::CorruptException => error
+      close
+      raise OpenError, "#{@path} is not a jiggler database (#{error.message.lines.first.strip}); nothing was changed"
+    rescue OpenError
+      close
+      raise
+    end
+
+    # Adds a job. @returns [Integer] its id.
+    def create(payload, state = nil)
+      transaction do
+        @db.execute("INSERT INTO jobs (state, payload) VALUES (?, ?)", [state.to_s, dump(payload)])
+        @db.last_insert_row_id
+      end
+    end
+
+    # Reads a job with its events. @returns [Job | Nil]
+    def get(id)
+      row = @db.get_first_row("SELECT id, state, payload FROM jobs WHERE id = ?", [id])
+      row && Job.new(row[0], row[1], Oj.load(row[2], mode: :strict), events(id))
+    end
+
+    # Takes the oldest job matching `query` and moves it to `new_state`, atomically.
+    # @parameter query [Hash] `state:` and payload fields to match, e.g. `{state: "new", "kind" => "email"}`.
+    # @returns [Job | Nil] the job as it is now, or nil when none matches.
+    def poll(query, new_state)
+      where, values = conditions(query)
+      id = transaction do
+        found = @db.get_first_value("SELECT id FROM jobs WHERE #{where} ORDER BY id LIMIT 1", values)
+        @db.execute("UPDATE jobs SET state = ? WHERE id = ?", [new_state.to_s, found]) if found
+        found
+      end
+      id && get(id)
+    end
+
+    # Moves a job from one state to another only if it is still in the first.
+    # @returns [Boolean] whether it moved (another process may have moved it first).
+    def cas_state(id, old_state, new_state)
+      transaction do
+        @db.execute("UPDATE jobs SET state = ? WHERE id = ? AND state = ?", [new_state.to_s, id, old_state.to_s])
+        @db.changes == 1
+      end
+    end
+
+    # Appends an event (any JSON value) to a job's log.
+    def append_event(id, event)
+      transaction { add_event(id, event) }
+    end
+
+    # A job's events, oldest first. @returns [Array([Float, Object])]
+    def events(id)
+      @db.execute("SELECT at, event FROM events WHERE job_id = ? ORDER BY id", [id]).map do |at, event|
+        [at, Oj.load(event, mode: :strict)]
+      end
+    end
+
+    # Deletes a job and its events. @returns [Boolean] whether it existed.
+    def delete(id)
+      transaction do
+        @db.execute("DELETE FROM events WHERE job_id = ?", [id])
+        @db.execute("DELETE FROM jobs WHERE id = ?", [id])
+        @db.changes == 1
+      end
+    end
+
+    # Closes the file.
+    def close
+      @db.close unless @db.nil? || @db.closed?
+    end
+
+    # Runs the block in a write transaction, taken at once so that two writers never deadlock.
+    def transaction(&block)
+      return yield if @db.transaction_active?
+      @db.transaction(:immediate, &block)
+    end
+
+    # Records an event inside the caller's transaction.
+    def add_event(id, event, at: Time.now.to_f)
+      @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
+    end
+
+    private
+
+    def connect
+      FileUtils.mkdir_p(::File.dirname(@path)) unless @path == ":memory:"
+      db = SQLite3::Database.new(@path)
+      # Waiting for another process's lock sleeps in Ruby, so other fibers and threads run meanwhile.
+      db.busy_handler_timeout = LOCK_TIMEOUT_MS
+      db
+    rescue SQLite3::Exception, SystemCallError => error
+      raise OpenError, "cannot open jiggler database #{@path}: #{error.message.lines.first.strip}"
+    end
+
+    def configure(synchronous)
+      @db.execute("PRAGMA journal_mode = WAL")
+      @db.execute("PRAGMA synchronous = #{synchronous.upcase}")
+    end
+
+    # Creates or upgrades the tables; checks again inside the transaction, as another process may be doing the same.
+    def migrate
+      transaction do
+        version = check_file
+        (version + 1..Schema::VERSION).each { |step| @db.execute_batch(Schema::MIGRATIONS.fetch(step)) }
+        @db.execute("PRAGMA application_id = #{Schema::APPLICATION_ID}")
+        @db.execute("PRAGMA user_version = #{Schema::VERSION}")
+      end
+    end
+
+    # @returns [Integer] the file's schema version (0 for a new file).
+    def check_file
+      application = @db.get_first_value("PRAGMA application_id")
+      version = @db.get_first_value("PRAGMA user_version")
+      tables = @db.get_first_value("SELECT count(*) FROM sqlite_master")
+      if application != Schema::APPLICATION_ID && (tables.positive? || application != 0)
+        raise OpenError, "#{@path} is not a jiggler database (it holds other tables); nothing was changed"
+      end
+      if version > Schema::VERSION
+        raise OpenError, "#{@path} was written by a newer jiggler (schema #{version}, this one knows #{Schema::VERSION}); " \
+          "upgrade jiggler or point it at another file"
+      end
+      version
+    end
+
+    def conditions(query)
+      clauses = []
+      values = []
+      query.each do |key, value|
+        if key.to_s == "state"
+          clauses << "state = ?"
+        else
+          raise ArgumentError, "payload field names are letters, digits and _ (got #{key.inspect})" unless /\A\w+\z/.match?(key.to_s)
+          clauses << "json_extract(payload, '$.#{key}') = ?"
+        end
+        values << (value.is_a?(Symbol) ? value.to_s : value)
+      end
+      [clauses.empty? ? "1" : clauses.join(" AND "), values]
+    end
+
+    def dump(value) = Oj.dump(value, mode: :strict, float_precision: 0)
+  end
+end

@@ -1,0 +1,37 @@
+# frozen_string_literal: true
+
+module Jiggler
+  class JobQueue
+    # The tables of a jiggler SQLite file, by version. A new file gets them all; an older one is migrated step by step;
+    # a file that is not jiggler's, or is from a newer jiggler, is refused without being touched.
+    module Schema
+      # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
+      APPLICATION_ID = 0x4a49474c
+      VERSION = 1
+
+      MIGRATIONS = {
+        1 => <<~SQL
+          CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            state TEXT NOT NULL,
+            queue TEXT,
+            run_at REAL,
+            owner TEXT,
+            payload TEXT NOT NULL
+          );
+          CREATE INDEX jobs_by_state_queue ON jobs (state, queue, run_at, id);
+          CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner IS NOT NULL;
+          CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL,
+            at REAL NOT NULL,
+            event TEXT NOT NULL
+          );
+          CREATE INDEX events_by_job ON events (job_id, id);
+          CREATE TABLE processes (id TEXT PRIMARY KEY, info TEXT NOT NULL, expires_at REAL NOT NULL);
+          CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        SQL
+      }.freeze
+    end
+  end
+end

@@ -1,0 +1,273 @@
+# frozen_string_literal: true
+
+require "monitor"
+require_relative "../job_queue"
+require_relative "../payload"
+require_relative "../error"
+require_relative "sqlite/admin"
+
+module Jiggler
+  module Store
+    # The embedded store: one SQLite file (WAL) shared by every process on the machine, built on JobQueue's tables.
+    # A job is one row whose state says where it is (queued, in_flight, scheduled, retry, dead or done); every move
+    # is one short transaction, and each job's history is kept as events (enqueued, started, failed, retried, dead,
+    # done), readable with `history(jid)`.
+    class SQLite
+      # Raised when the database cannot be used.
+      class ConnectionError < Error; end
+
+      include Admin
+
+      CHUNK = 500
+      PUSH_POLL = 0.005
+      private_constant :CHUNK, :PUSH_POLL
+
+      # @parameter path [String] the database file.
+      # @parameter synchronous [String] "normal" or "full".
+      # @parameter done_retention [Numeric] seconds finished jobs (and their history) are kept.
+      def initialize(path:, synchronous: "normal", done_retention: 3600)
+        @path = path
+        @synchronous = synchronous
+        @done_retention = done_retention
+        @lock = Monitor.new # reentrant: requeue reads in flight inside its transaction
+      end
+
+      def description = "SQLite #{::File.expand_path(@path)}"
+
+      # Opens the file, creating or migrating it; raises ConnectionError naming the file when it cannot.
+      def ping = with { |db| db.get_first_value("SELECT 1") }
+
+      # Appends jobs to a queue.
+      def push(queue, payloads)
+        now = Time.now.to_f
+        write { |queue_db| payloads.each { |payload| insert(queue_db, "queued", queue, now, payload, "enqueued") } }
+      end
+
+      # Adds jobs to the scheduled set. @parameter entries [Array([Float, String])] run-at time and payload.
+      def schedule(entries)
+        write do |queue_db|
+          entries.each { |at, payload| insert(queue_db, "scheduled", queue_of(payload), at, payload, "scheduled") }
+        end
+      end
+
+      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first.
+      # @returns [Array(String)] in-flight field ("id|queue") and payload, alternating.
+      def fetch(process, queues, limit:, token:, acks: [], reliable: true)
+        write do |queue_db|
+          acknowledge(queue_db, process, acks, reliable)
+          queues.each_with_object([]) do |queue, fetched|
+            break fetched if limit <= 0
+            rows = take(queue_db.db, process, queue, limit, reliable)
+            rows.each { |id, payload| started(queue_db, id, process, reliable) && fetched.push("#{id}|#{queue}", payload) }
+            limit -= rows.size
+          end
+        end
+      end
+
+      # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+      def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
+        write do |queue_db|
+          failures.each { |field, set, score, payload| fail_one(queue_db, process, field.to_i, set, score, payload, reliable) }
+          count(queue_db.db, "failures", failures.size)
+          trim_dead(queue_db.db, dead_cutoff, dead_max) if failures.any? { |_, set| set == "dead" }
+        end
+      end
+
+      # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
+      # @parameter jobs [Hash(String, String) | Nil] fields to replacement payloads (nil: as recorded); nil means all.
+      def requeue(process, jobs = nil)
+        write do |queue_db|
+          jobs ||= in_flight(process).transform_values { nil }
+          jobs.sum do |field, payload|
+            queue_db.db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
+              "WHERE id = ? AND state = 'in_flight' AND owner = ?", [payload, field.to_i, process])
+            moved = queue_db.db.changes
+            queue_db.add_event(field.to_i, {"type" => "requeued", "process" => process}) if moved == 1
+            moved
+          end.tap { |moved| count(queue_db.db, "pushes", moved) if moved.positive? }
+        end
+      end
+
+      # The jobs a process holds in flight. @returns [Hash(String, String)] field to payload.
+      def in_flight(process)
+        rows = with { |db| db.execute("SELECT id, queue, payload FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+        rows.to_h { |id, queue, payload| ["#{id}|#{queue}", payload] }
+      end
+
+      def in_flight_count(process)
+        with { |db| db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+      end
+
+      # Moves due scheduled jobs and retries to their queues. @returns [Integer] how many moved.
+      def enqueue_due(now)
+        write do |queue_db|
+          due = queue_db.db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
+          due.each { |id, state, payload| enqueue_one(queue_db, id, state, payload, now) }
+          count(queue_db.db, "pushes", due.size) if due.any?
+          prune_done(queue_db, now)
+          due.size
+        end
+      end
+
+      # Registers a live process, or refreshes its registration.
+      def beat(process, info, ttl)
+        write do |queue_db|
+          queue_db.db.execute("INSERT INTO processes (id, info, expires_at) VALUES (?, ?, ?) " \
+            "ON CONFLICT (id) DO UPDATE SET info = excluded.info, expires_at = excluded.expires_at",
+            [process, info, Time.now.to_f + ttl])
+        end
+      end
+
+      def unregister(process)
+        write { |queue_db| queue_db.db.execute("DELETE FROM processes WHERE id = ?", [process]) }
+      end
+
+      # The registered processes whose registration expired. @returns [Array(String)]
+      def dead_processes
+        with { |db| db.execute("SELECT id FROM processes WHERE expires_at <= ?", [Time.now.to_f]).flatten }
+      end
+
+      # Drops a dead process from the registry once it holds no job in flight.
+      def forget(process)
+        write do |queue_db|
+          queue_db.db.execute("DELETE FROM processes WHERE id = ? AND expires_at <= ? AND NOT EXISTS " \
+            "(SELECT 1 FROM jobs WHERE owner = ? AND state = 'in_flight')", [process, Time.now.to_f, process])
+          queue_db.db.changes == 1
+        end
+      end
+
+      # Waits until a job is pushed (by any process), or the timeout passes. @returns [Boolean]
+      # @asynchronous
+      def wait_for_push(timeout)
+        @pushes ||= pushes
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        loop do
+          seen = pushes
+          return (@pushes = seen) && true if seen != @pushes
+          return false if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
+          sleep(PUSH_POLL)
+        end
+      end
+
+      def close
+        @lock.synchronize do
+          @queue&.close
+          @queue = nil
+        end
+      end
+
+      # Runs a block with the database connection (opened on first use), one caller at a time.
+      def with
+        @lock.synchronize { yield job_queue.db }
+      rescue SQLite3::Exception => error
+        raise ConnectionError, "#{@path}: #{error.message}"
+      end
+
+      private
+
+      def job_queue
+        @queue ||= JobQueue.new(@path, synchronous: @synchronous)
+      rescue JobQueue::OpenError => error
+        raise ConnectionError, error.message
+      end
+
+      # A write transaction.
+      def write
+        @lock.synchronize { job_queue.transaction { yield job_queue } }
+      rescue SQLite3::Exception => error
+        raise ConnectionError, "#{@path}: #{error.message}"
+      end
+
+      def insert(queue_db, state, queue, at, payload, event)
+        queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [state, queue, at, payload])
+        queue_db.add_event(queue_db.db.last_insert_row_id, {"type" => event}, at: Time.now.to_f)
+        count(queue_db.db, "pushes", 1) if state == "queued"
+      end
+
+      def queue_of(payload)
+        Payload.load(payload)["queue"] || "default"
+      rescue Payload::MalformedError
+        "default" # moved to a queue when due, then to the dead set by the worker that cannot read it
+      end
+
+      def take(db, process, queue, limit, reliable)
+        ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? ORDER BY run_at, id LIMIT ?", [queue, limit])
+        return ids if ids.empty?
+        marks = (["?"] * ids.size).join(", ")
+        if reliable
+          db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
+        else
+          db.execute("DELETE FROM jobs WHERE id IN (#{marks})", ids.map(&:first))
+        end
+        ids
+      end
+
+      def started(queue_db, id, process, reliable)
+        queue_db.add_event(id, {"type" => "started", "process" => process}) if reliable
+        true
+      end
+
+      def acknowledge(queue_db, process, fields, reliable)
+        return if fields.empty?
+        if reliable
+          now = Time.now.to_f
+          fields.each_slice(CHUNK) do |slice|
+            ids = slice.map(&:to_i)
+            queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")}) " \
+              "AND state = 'in_flight' AND owner = ?", [now, *ids, process])
+            ids.each { |id| queue_db.add_event(id, {"type" => "done"}, at: now) }
+          end
+        end
+        count(queue_db.db, "processed", fields.size)
+      end
+
+      def fail_one(queue_db, process, id, set, score, payload, reliable)
+        job = Payload.load(payload)
+        if reliable
+          queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
+            "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, score, payload, id, process])
+          return unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
+        else
+          # At-most-once jobs left the table when they were fetched.
+          queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [set, job["queue"], score, payload])
+          id = queue_db.db.last_insert_row_id
+        end
+        queue_db.add_event(id, {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]})
+        queue_db.add_event(id, {"type" => "dead"}) if set == "dead"
+      rescue Payload::MalformedError
+        nil
+      end
+
+      def enqueue_one(queue_db, id, state, payload, now)
+        job = Payload.load(payload)
+        queue = (state == "retry" && job["retry_queue"]) || job["queue"] || "default"
+        job["enqueued_at"] = now
+        queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = ?, run_at = ?, payload = ? WHERE id = ?", [queue, now, Payload.dump(job), id])
+        queue_db.add_event(id, {"type" => (state == "retry") ? "retried" : "enqueued"}, at: now)
+      rescue Payload::MalformedError
+        queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = 'default', run_at = ? WHERE id = ?", [now, id])
+      end
+
+      # Finished jobs are kept `done_retention` seconds for their history, then deleted.
+      def prune_done(queue_db, now)
+        old = "SELECT id FROM jobs WHERE state = 'done' AND run_at < ?"
+        queue_db.db.execute("DELETE FROM events WHERE job_id IN (#{old})", [now - @done_retention])
+        queue_db.db.execute("DELETE FROM jobs WHERE id IN (#{old})", [now - @done_retention])
+      end
+
+      def trim_dead(db, cutoff, max)
+        doomed = "SELECT id FROM jobs WHERE state = 'dead' AND (run_at < ? OR id NOT IN " \
+          "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))"
+        db.execute("DELETE FROM events WHERE job_id IN (#{doomed})", [cutoff, max])
+        db.execute("DELETE FROM jobs WHERE id IN (#{doomed})", [cutoff, max])
+      end
+
+      def count(db, name, amount)
+        db.execute("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
+      end
+
+      # How many pushes there have been; changes tell idle fetchers to look.
+      def pushes = with { |db| db.get_first_value("SELECT value FROM counters WHERE name = 'pushes'").to_i }
+    end
+  end
+end

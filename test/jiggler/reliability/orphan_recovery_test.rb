@@ -1,0 +1,129 @@
+# frozen_string_literal: true
+
+require_relative "helper"
+
+# The jobs of a process that died (kill -9) go back to their queues within recovery_timeout and run on a live process;
+# each such delivery counts as a crash, and a job that keeps killing its process ends in the dead set. A process is
+# dead only when its heartbeat expired: a CPU-bound job does not make it look dead.
+describe "orphan recovery" do
+  include ReliabilityHelper
+
+  def in_flight_jobs(server) = redis.call("HGETALL", "{#{@namespace}}:in_flight:#{server_id(server)}")
+
+  def started?(value, times) = recorded_count("start:#{value}") >= times
+
+  # Waits until every value was started `times` times; returns the seconds from `since` until each was.
+  def wait_for_restarts(values, times:, since:, timeout:)
+    seen = {}
+    wait_for(timeout: timeout, message: "#{values} to start #{times} times (seen: #{seen})") do
+      values.each { |value| seen[value] ||= now - since if started?(value, times) }
+      seen.size == values.size
+    end
+    values.map { |value| seen.fetch(value) }
+  end
+
+  it "returns the jobs of processes killed with kill -9 within 15 s by default, to a live process, without SCAN" do
+    redis.call("CONFIG", "RESETSTAT")
+    values = %w[v0 v1 v2 v3]
+    # One victim per queue, so that each victim holds one known job; default recovery_timeout everywhere.
+    values.each { |value| Reliability::SleepJob.with_options(queue: value).enqueue(value, 60) }
+    victims = values.map { |value| start_reliable("-q", value, wait: false) }
+    victims.each { |victim| wait_until_started(victim) }
+    wait_for(timeout: 10, message: "every victim to start its job") { values.all? { |value| started?(value, 1) } }
+    live = start_reliable(*values.flat_map { |value| ["-q", value] }, "-c", "10")
+
+    # Kills spread over one heartbeat interval (3 s), so that each lands at another point of the beat and reaper
+    # cycles: four samples of the recovery time rather than one.
+    killed_at = values.zip(victims).to_h do |value, victim|
+      sleep(0.9) unless value == values.first
+      victim.signal(:KILL)
+      [value, now]
+    end
+    seen = {}
+    wait_for(timeout: 20, message: "every job to run again (seen: #{seen})") do
+      values.each { |value| seen[value] ||= now - killed_at[value] if started?(value, 2) }
+      seen.size == values.size
+    end
+    times = values.map { |value| seen[value] }
+
+    sorted = times.sort
+    median = (sorted[1] + sorted[2]) / 2
+    puts format("\norphan recovery after kill -9, default recovery_timeout (15 s), %d kills: %s s; median %.1f s, max %.1f s",
+      times.size, times.map { |time| time.round(1) }.inspect, median, sorted.last)
+    assert_operator sorted.last, :<, 15, "every job should be running again on the live process within 15 s"
+
+    held = in_flight_jobs(live).values.map { |payload| JSON.parse(payload) }
+    assert_equal values.sort, held.map { |job| job["args"].first }.sort, "the live process holds the recovered jobs"
+    assert_equal [1] * values.size, held.map { |job| job["crashes"] }, "each recovery counts as one crash"
+    assert_equal values.to_h { |value| [value, 2] }, values.to_h { |value| [value, recorded_count("start:#{value}")] },
+      "each job ran once on its victim and once on the live process, no more"
+    assert_empty store.queue_sizes
+    victims.each { |victim| assert_empty in_flight_jobs(victim), "the victim's in-flight record is gone" }
+    assert_equal [server_id(live)], Jiggler.summary["processes"].keys, "dead processes leave the registry"
+    assert_match(/reaper: process \S+ died; 1 of its jobs are back in their queues/, live.log)
+    refute_keyspace_walk(redis)
+  end
+
+  it "honours a shorter recovery_timeout and counts every crash delivery" do
+    Reliability::SleepJob.enqueue_bulk([["a", 60], ["b", 60]])
+    first = start_reliable("-c", "2", recovery_timeout: 2)
+    wait_for(message: "both jobs to start") { started?("a", 1) && started?("b", 1) }
+    second = start_reliable("-c", "2", recovery_timeout: 2)
+
+    killed_at = now
+    first.signal(:KILL)
+    times = wait_for_restarts(%w[a b], times: 2, since: killed_at, timeout: 10)
+    assert_operator times.max, :<, 2 + 0.5, "recovery_timeout 2 s: the jobs should run again within about 2 s"
+    assert_equal [1, 1], in_flight_jobs(second).values.map { |payload| JSON.parse(payload)["crashes"] }
+
+    third = start_reliable("-c", "2", recovery_timeout: 2)
+    second.signal(:KILL)
+    wait_for_restarts(%w[a b], times: 3, since: now, timeout: 10)
+    assert_equal [2, 2], in_flight_jobs(third).values.map { |payload| JSON.parse(payload)["crashes"] },
+      "the second crash counts too"
+    assert_equal 0, Jiggler.summary["dead_jobs_count"], "2 crashes are below max_crashes (3)"
+  end
+
+  it "sends a job that keeps killing its process to the dead set after 3 deliveries, and the servers keep working" do
+    jid = Reliability::KillJob.enqueue("poison")
+    servers = []
+    # Keep two servers alive: each one that runs the job dies, and a live one's reaper must find its remains.
+    dead = wait_for(timeout: 40, message: "the poison job in the dead set") do
+      servers.select!(&:running?)
+      servers << start_reliable("-c", "2", recovery_timeout: 2, wait: false) while servers.size < 2
+      set_jobs(:dead).first
+    end
+    assert_equal jid, dead["jid"]
+    assert_equal "Jiggler::Server::Reaper::PoisonJobError", dead["error_class"]
+    assert_match(/Reliability::KillJob was running in 3 processes that died/, dead["error_message"])
+    assert_equal 3, dead["crashes"]
+    assert_equal 3, recorded_count("kill:poison"), "it ran exactly 3 times"
+
+    survivor = start_reliable("-c", "2", recovery_timeout: 2)
+    Reliability::RecordJob.enqueue_bulk([["after-1"], ["after-2"]])
+    wait_for(message: "jobs after the poison job") { recorded_count("run:after-1") == 1 && recorded_count("run:after-2") == 1 }
+    assert survivor.running?
+    assert_empty store.queue_sizes
+    wait_for(message: "no job left in flight anywhere") { redis.call("KEYS", "{#{@namespace}}:in_flight:*").empty? }
+    assert_equal 1, Jiggler.summary["dead_jobs_count"]
+  end
+
+  # The issue describes a 60 s busy loop against the default 10 s registration TTL (recovery_timeout 15 s). To keep
+  # the suite fast this uses the same ratio and more: recovery_timeout 1.5 s (TTL 1 s, heartbeat every 0.3 s, the
+  # other process's reaper checking every 0.3 s) and a 6 s busy loop, 6 times the TTL.
+  it "keeps beating while a CPU-bound job holds the reactor far longer than the registration TTL" do
+    busy = start_reliable("-c", "2", recovery_timeout: 1.5)
+    Reliability::BusyJob.enqueue("cpu", 6)
+    wait_for(message: "the busy job to start") { started?("cpu", 1) }
+    other = start_reliable("-c", "2", recovery_timeout: 1.5)
+    cpu_before = cpu_seconds(busy.pid)
+
+    wait_for(timeout: 15, message: "the busy job to finish") { recorded_count("done:cpu") == 1 }
+    assert_operator cpu_seconds(busy.pid) - cpu_before, :>, 3, "the job should really have held a CPU"
+    wait_for(message: "the busy job acknowledged") { Jiggler.summary["processed_count"] == 1 }
+    assert_equal ["start:cpu", "done:cpu"], recorded, "the job ran exactly once"
+    refute_match(/reaper: process/, other.log, "the busy process must not have been taken for dead")
+    assert_empty in_flight_jobs(busy)
+    assert_equal [server_id(busy), server_id(other)].sort, Jiggler.summary["processes"].keys.sort
+  end
+end
