@@ -1,30 +1,14 @@
 # frozen_string_literal: true
 
 # The quick start: enqueues jobs, runs a real `jiggler` server on them, shows progress, and stops it cleanly.
-# Uses $REDIS_URL when set; otherwise starts a private redis-server on a free port and removes it afterwards.
+# It uses the embedded SQLite store (a file in a temporary directory), or Redis when REDIS_URL is set.
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "jiggler"
 require "rbconfig"
-require "socket"
 require "tmpdir"
 require_relative "jobs"
 
 $stdout.sync = true # progress lines interleave with the server's log
-
-# Starts redis-server on a free loopback port; returns its URL and pid.
-def start_private_redis
-  port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] }
-  pid = Process.spawn("redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--dir", Dir.mktmpdir("jiggler-example"),
-    "--save", "", out: File::NULL, err: File::NULL)
-  url = "redis://127.0.0.1:#{port}/0"
-  Jiggler.configure { |config| config[:redis_url] = url }
-  50.times do
-    break Jiggler.store.ping
-  rescue Jiggler::Store::Redis::ConnectionError
-    sleep 0.1
-  end
-  [url, pid]
-end
 
 def enqueue_jobs
   puts "Enqueueing 1,000 SumJobs in one call, 200 SlowApiJobs, a FlakyJob and a job scheduled in 2 s..."
@@ -48,18 +32,19 @@ def show_progress(total, started)
   end
 end
 
-def run_server(url)
+def run_server(env)
   here = __dir__
-  Process.spawn({"REDIS_URL" => url}, RbConfig.ruby, File.join(here, "..", "exe", "jiggler"),
+  Process.spawn(env, RbConfig.ruby, File.join(here, "..", "exe", "jiggler"),
     "-r", File.join(here, "jobs.rb"), "-C", File.join(here, "jiggler.yml"), "-c", "50")
 end
 
-begin
-  url, redis_pid = ENV["REDIS_URL"] ? [ENV["REDIS_URL"]] : start_private_redis
-  Jiggler.configure { |config| config[:redis_url] = url }
+Dir.mktmpdir("jiggler-example") do |dir|
+  env = ENV["REDIS_URL"] ? {} : {"JIGGLER_SQLITE_PATH" => File.join(dir, "jiggler.sqlite3")}
+  Jiggler.configure { |config| config[:sqlite_path] = env["JIGGLER_SQLITE_PATH"] } unless ENV["REDIS_URL"]
+  puts "Store: #{Jiggler.store.description}"
   Jiggler.config.cleaner.prune_all
   total = enqueue_jobs
-  server = run_server(url)
+  server = run_server(env)
   show_progress(total, Process.clock_gettime(Process::CLOCK_MONOTONIC))
   Process.kill("TERM", server)
   Process.wait(server)
@@ -67,11 +52,11 @@ begin
   pp Jiggler.summary.slice("processed_count", "failures_count", "retry_jobs_count", "dead_jobs_count", "queues")
   payload, retry_at = Jiggler.store.set_entries(:retry).first
   puts "FlakyJob waits in the retry set until #{Time.at(retry_at)}: #{payload[0, 150]}..." if payload
+  if payload && Jiggler.store.respond_to?(:history)
+    puts "Its history so far:"
+    Jiggler.store.history(Jiggler::Payload.load(payload)["jid"]).each { |at, event| puts "  #{Time.at(at).utc} #{event}" }
+  end
   Jiggler.config.cleaner.prune_all
 ensure
   Process.kill("TERM", server) if server && !$?&.exited?
-  if redis_pid
-    Process.kill("TERM", redis_pid)
-    Process.wait(redis_pid)
-  end
 end

@@ -4,7 +4,7 @@ module Jiggler
   # Deletes jiggler's data: one queue, all queues, a set, a counter, the process registry, or everything.
   # Reached as `Jiggler.config.cleaner`.
   class Cleaner
-    # @parameter store [Store::Redis]
+    # @parameter store [Store::Redis | Store::SQLite]
     def initialize(store)
       @store = store
     end

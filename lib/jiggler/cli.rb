@@ -28,7 +28,7 @@ module Jiggler
       return 0 if flags.nil?
       configure(flags)
       serve ? 0 : 1
-    rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::Redis::ConnectionError => error
+    rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
       warn("jiggler: #{error.message}")
       1
     end

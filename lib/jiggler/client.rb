@@ -8,7 +8,7 @@ module Jiggler
   class Client
     attr_reader :store
 
-    # @parameter store [Store::Redis]
+    # @parameter store [Store::Redis | Store::SQLite]
     def initialize(store)
       @store = store
     end

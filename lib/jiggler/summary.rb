@@ -5,7 +5,7 @@ require "oj"
 module Jiggler
   # What `Jiggler.summary` returns: counters, set sizes, live processes and the queues that hold jobs.
   class Summary
-    # @parameter store [Store::Redis]
+    # @parameter store [Store::Redis | Store::SQLite]
     def initialize(store)
       @store = store
     end

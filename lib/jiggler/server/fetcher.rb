@@ -16,7 +16,7 @@ module Jiggler
       WAKE_TIMEOUT = 1.0
       MAX_ACKS = 1000
 
-      # @parameter store [Store::Redis] a store for this fetcher alone.
+      # @parameter store [Store::Redis | Store::SQLite] a store for this fetcher alone.
       # @parameter process [String] this process's id.
       # @parameter config [Config]
       # @parameter workers [Workers]

@@ -8,7 +8,7 @@ module Jiggler
     # Registers the process and refreshes its registration every `interval` seconds, on a thread of its own: a job
     # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
     class Heartbeat
-      # @parameter store [Store::Redis] a store on a connection of its own (used from this thread only).
+      # @parameter store [Store::Redis | Store::SQLite] a store on a connection of its own (used from this thread only).
       # @parameter identity [Identity]
       # @parameter workers [Workers] asked for the jobs running now.
       # @parameter interval [Numeric] seconds between beats.
@@ -26,7 +26,7 @@ module Jiggler
       end
 
       # Beats once now, then every interval on a background thread.
-      # @raises [Store::Redis::ConnectionError] when the first beat fails.
+      # @raises [Store::ConnectionError] when the first beat fails.
       def start
         beat
         @thread = Thread.new { run }

@@ -37,7 +37,7 @@ module Jiggler
 
       # Starts every part inside the running reactor.
       # @parameter parent [Async::Task]
-      # @raises [Store::Redis::ConnectionError] when the store cannot be reached.
+      # @raises [Store::ConnectionError] when the store cannot be reached.
       def start(parent: Async::Task.current)
         Jiggler.client = Client.new(Store.server(@config, size: @config[:client_concurrency])) unless @config[:client_redis_pool]
         @heartbeat.start

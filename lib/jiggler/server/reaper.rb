@@ -15,7 +15,7 @@ module Jiggler
       # Recorded on a job that was in flight in too many processes that died.
       class PoisonJobError < Error; end
 
-      # @parameter store [Store::Redis] a store for this reaper alone.
+      # @parameter store [Store::Redis | Store::SQLite] a store for this reaper alone.
       # @parameter config [Config]
       def initialize(store:, config:, logger:)
         @store = store

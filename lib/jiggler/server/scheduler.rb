@@ -6,7 +6,7 @@ module Jiggler
   module Server
     # Moves scheduled jobs and due retries to their queues, checking every `interval` seconds.
     class Scheduler
-      # @parameter store [Store::Redis] a store for this scheduler alone.
+      # @parameter store [Store::Redis | Store::SQLite] a store for this scheduler alone.
       # @parameter interval [Numeric] seconds between checks.
       def initialize(store:, interval:, logger:)
         @store = store

@@ -6,6 +6,7 @@ require_relative "redis/keys"
 require_relative "redis/admin"
 require_relative "../payload"
 require_relative "../error"
+require_relative "connection_error"
 
 module Jiggler
   module Store
@@ -15,7 +16,7 @@ module Jiggler
     # All keys of a namespace share one hash tag (`{jiggler}:...`), so the scripts also work on Redis Cluster.
     class Redis
       # Raised when the store cannot be reached.
-      class ConnectionError < Error; end
+      class ConnectionError < Store::ConnectionError; end
 
       include Admin
 

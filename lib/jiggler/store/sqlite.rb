@@ -4,6 +4,7 @@ require "monitor"
 require_relative "../job_queue"
 require_relative "../payload"
 require_relative "../error"
+require_relative "connection_error"
 require_relative "sqlite/admin"
 
 module Jiggler
@@ -14,7 +15,7 @@ module Jiggler
     # done), readable with `history(jid)`.
     class SQLite
       # Raised when the database cannot be used.
-      class ConnectionError < Error; end
+      class ConnectionError < Store::ConnectionError; end
 
       include Admin
 

@@ -13,7 +13,7 @@ module Jiggler
           with do |db|
             counters = db.execute("SELECT name, value FROM counters").to_h
             sets = db.execute("SELECT state, count(*) FROM jobs WHERE state IN ('scheduled', 'retry', 'dead') GROUP BY state").to_h
-            (COUNTERS.to_h { |name| [name.to_sym, counters[name].to_i] }).merge(SETS.to_h { |set| [set.to_sym, sets[set].to_i] })
+            COUNTERS.to_h { |name| [name.to_sym, counters[name].to_i] }.merge(SETS.to_h { |set| [set.to_sym, sets[set].to_i] })
           end
         end
 
