@@ -20,6 +20,7 @@ module Jiggler
             payload TEXT NOT NULL
           );
           CREATE INDEX jobs_by_state_queue ON jobs (state, queue, run_at, id);
+          CREATE INDEX jobs_by_state_time ON jobs (state, run_at);
           CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner IS NOT NULL;
           CREATE TABLE events (
             id INTEGER PRIMARY KEY,

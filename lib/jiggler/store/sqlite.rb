@@ -41,7 +41,10 @@ module Jiggler
       # Appends jobs to a queue.
       def push(queue, payloads)
         now = Time.now.to_f
-        write { |queue_db| payloads.each { |payload| insert(queue_db, "queued", queue, now, payload, "enqueued") } }
+        write do |queue_db|
+          payloads.each { |payload| insert(queue_db, "queued", queue, now, payload, "enqueued") }
+          count(queue_db.db, "pushes", payloads.size)
+        end
       end
 
       # Adds jobs to the scheduled set. @parameter entries [Array([Float, String])] run-at time and payload.
@@ -182,7 +185,6 @@ module Jiggler
       def insert(queue_db, state, queue, at, payload, event)
         queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [state, queue, at, payload])
         queue_db.add_event(queue_db.db.last_insert_row_id, {"type" => event}, at: Time.now.to_f)
-        count(queue_db.db, "pushes", 1) if state == "queued"
       end
 
       def queue_of(payload)
@@ -198,6 +200,7 @@ module Jiggler
         if reliable
           db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
         else
+          db.execute("DELETE FROM events WHERE job_id IN (#{marks})", ids.map(&:first))
           db.execute("DELETE FROM jobs WHERE id IN (#{marks})", ids.map(&:first))
         end
         ids
