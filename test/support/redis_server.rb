@@ -26,6 +26,7 @@ class RedisServer
     binary = ENV.fetch("REDIS_SERVER", "redis-server")
     @pid = Process.spawn(binary, "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
       "--appendonly", @appendonly ? "yes" : "no", "--appendfsync", "always", "--loglevel", "warning",
+      "--enable-debug-command", "local", # DEBUG SLEEP stalls Redis in fault tests
       out: File::NULL, err: File::NULL)
     wait_until_ready
     # Minitest runs the tests from an at_exit hook; stop only after they are done.

@@ -98,8 +98,11 @@ module Jiggler
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        reply = @store.fetch(@process, @queues, limit: limit, token: @token, acks: acks, reliable: @reliable)
-        @token += reply.size / 2
+        # The tokens are spent before the call: if its reply is lost, a retry must not reuse (and overwrite) the
+        # in-flight records it may have written; `reconcile` puts those jobs back.
+        token = @token
+        @token += limit
+        reply = @store.fetch(@process, @queues, limit: limit, token: token, acks: acks, reliable: @reliable)
         reply.each_slice(2).map { |field, payload| Fetched.new(field, payload) }
       rescue
         @acks.unshift(*acks)

@@ -48,21 +48,25 @@ module Jiggler
 
       private
 
+      # After a failed beat the next try comes after the back-off, not a whole interval: a registration must not
+      # expire because of one dropped connection.
       def run
-        until stopped_after_interval?
+        delay = @interval
+        until stopped_after?(delay)
           begin
             beat
             @outage.recovered
+            delay = @interval
           rescue => error
-            @outage.failed(error)
+            delay = @outage.failed(error)
           end
         end
       end
 
-      # Waits one interval, or less when `stop` is called; returns whether it was.
-      def stopped_after_interval?
+      # Waits `seconds`, or less when `stop` is called; returns whether it was.
+      def stopped_after?(seconds)
         @mutex.synchronize do
-          @wakeup.wait(@mutex, @interval) unless @stopping
+          @wakeup.wait(@mutex, seconds) unless @stopping
           @stopping
         end
       end

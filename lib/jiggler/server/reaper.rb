@@ -45,13 +45,13 @@ module Jiggler
       private
 
       def recover(process)
-        held = @store.in_flight(process)
-        poisoned, requeued = sort(held)
-        @store.fail(process, poisoned, reliable: true, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max) if poisoned.any?
-        @store.requeue(process, requeued) if requeued.any?
+        poisoned, requeued = sort(@store.in_flight(process))
+        killed = poisoned.any? ? @store.fail(process, poisoned, reliable: true, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max) : 0
+        back = requeued.any? ? @store.requeue(process, requeued) : 0
         @store.forget(process)
-        log(process, requeued.size, poisoned.size) unless held.empty?
-        held.size
+        # Reapers of several processes may race for the same jobs; each reports only what it moved.
+        log(process, back, killed) if (back + killed).positive?
+        back + killed
       end
 
       # Splits a dead process's jobs into failure records for the dead set and replacement payloads to requeue.

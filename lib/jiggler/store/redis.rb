@@ -82,6 +82,7 @@ module Jiggler
       end
 
       # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+      # @returns [Integer] how many moved (a job no longer in flight is skipped).
       # @parameter failures [Array([String, String, Float, String])] in-flight field, "retry" or "dead", score, payload.
       # @parameter dead_cutoff [Float] dead jobs older than this epoch time are dropped.
       # @parameter dead_max [Integer] the dead set keeps at most this many jobs.

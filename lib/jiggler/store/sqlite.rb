@@ -69,11 +69,13 @@ module Jiggler
       end
 
       # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+      # @returns [Integer] how many moved (a job no longer in flight is skipped).
       def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
         write do |queue_db|
-          failures.each { |field, set, score, payload| fail_one(queue_db, process, field.to_i, set, score, payload, reliable) }
-          count(queue_db.db, "failures", failures.size)
+          moved = failures.count { |field, set, score, payload| fail_one(queue_db, process, field.to_i, set, score, payload, reliable) }
+          count(queue_db.db, "failures", moved)
           trim_dead(queue_db.db, dead_cutoff, dead_max) if failures.any? { |_, set| set == "dead" }
+          moved
         end
       end
 
@@ -213,16 +215,17 @@ module Jiggler
 
       def acknowledge(queue_db, process, fields, reliable)
         return if fields.empty?
-        if reliable
-          now = Time.now.to_f
-          fields.each_slice(CHUNK) do |slice|
-            ids = slice.map(&:to_i)
-            queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")}) " \
-              "AND state = 'in_flight' AND owner = ?", [now, *ids, process])
-            ids.each { |id| queue_db.add_event(id, {"type" => "done"}, at: now) }
-          end
+        return count(queue_db.db, "processed", fields.size) unless reliable
+        now = Time.now.to_f
+        finished = fields.each_slice(CHUNK).sum do |slice|
+          ids = slice.map(&:to_i)
+          queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")}) " \
+            "AND state = 'in_flight' AND owner = ? RETURNING id", [now, *ids, process]).each do |(id)|
+            queue_db.add_event(id, {"type" => "done"}, at: now)
+          end.size
         end
-        count(queue_db.db, "processed", fields.size)
+        # An acknowledgement sent again after a lost reply counts once.
+        count(queue_db.db, "processed", finished)
       end
 
       def fail_one(queue_db, process, id, set, score, payload, reliable)
@@ -230,7 +233,7 @@ module Jiggler
         if reliable
           queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
             "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, score, payload, id, process])
-          return unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
+          return false unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
         else
           # At-most-once jobs left the table when they were fetched.
           queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [set, job["queue"], score, payload])
@@ -238,8 +241,9 @@ module Jiggler
         end
         queue_db.add_event(id, {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]})
         queue_db.add_event(id, {"type" => "dead"}) if set == "dead"
+        true
       rescue Payload::MalformedError
-        nil
+        false
       end
 
       def enqueue_one(queue_db, id, state, payload, now)

@@ -4,9 +4,11 @@
 -- then groups of four: in-flight field, "retry" or "dead", score, payload
 local reliable = ARGV[1] == "1"
 local died = false
+local moved = 0
 for i = 4, #ARGV, 4 do
   -- A job no longer in flight was requeued elsewhere; writing it again would put it in two places.
   if not reliable or redis.call("HDEL", KEYS[1], ARGV[i]) == 1 then
+    moved = moved + 1
     if ARGV[i + 1] == "dead" then
       redis.call("ZADD", KEYS[3], ARGV[i + 2], ARGV[i + 3])
       died = true
@@ -15,9 +17,9 @@ for i = 4, #ARGV, 4 do
     end
   end
 end
-redis.call("INCRBY", KEYS[4], (#ARGV - 3) / 4)
+redis.call("INCRBY", KEYS[4], moved)
 if died then
   redis.call("ZREMRANGEBYSCORE", KEYS[3], "-inf", ARGV[2])
   redis.call("ZREMRANGEBYRANK", KEYS[3], 0, -1 - tonumber(ARGV[3]))
 end
-return 0
+return moved

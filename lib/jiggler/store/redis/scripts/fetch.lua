@@ -5,10 +5,12 @@
 -- ARGV[5 .. 4+n] in-flight fields to acknowledge, ARGV[5+n ..] queue names (one per queue list)
 local acks = tonumber(ARGV[4])
 if acks > 0 then
+  local finished = acks
   if ARGV[3] == "1" then
-    redis.call("HDEL", KEYS[1], unpack(ARGV, 5, 4 + acks))
+    -- An acknowledgement sent again after a lost reply counts once.
+    finished = redis.call("HDEL", KEYS[1], unpack(ARGV, 5, 4 + acks))
   end
-  redis.call("INCRBY", KEYS[2], acks)
+  redis.call("INCRBY", KEYS[2], finished)
 end
 
 local limit = tonumber(ARGV[1])
