@@ -10,6 +10,7 @@ require_relative "jiggler/client"
 require_relative "jiggler/job"
 require_relative "jiggler/summary"
 require_relative "jiggler/cleaner"
+require_relative "jiggler/executor"
 
 # Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing,
 # configuration, the summary and the cleaner. The server (`jiggler/server/launcher`) and the web app load their own

@@ -49,8 +49,10 @@ module Jiggler
       # @returns [Options]
       def batch_size(size) = with(batch_size: size)
 
-      # Builds an executor with these settings (and any given here on top).
+      # Builds an executor with these settings.
+      # @parameter overrides [Hash] settings to change on top, as for `Executor.new`.
       # @returns [Executor]
+      # @raises [ArgumentError] for an unknown option or a value out of range.
       def new(**overrides) = Executor.new(**@values, **overrides)
 
       # @returns [Hash] every setting, defaults included.

@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "jiggler/executor"
+
+describe Jiggler::Executor::Options do
+  let(:options) { Jiggler::Executor::Options }
+
+  it "has proco's settings, with one queue and one thread by default" do
+    expected = {threads: 1, queues: 1, queue_size: 1000, interval: 0, batch: false, batch_size: nil}
+
+    assert_equal expected, options.new.to_h
+    assert_equal expected, Jiggler::Executor.new.options
+  end
+
+  it "returns a new builder from each setter and leaves the old one as it was" do
+    base = Jiggler::Executor.batch_size(100)
+    threaded = base.threads(4)
+
+    assert_equal 1, base.to_h[:threads]
+    assert_equal [4, 100], threaded.to_h.values_at(:threads, :batch_size)
+    assert_predicate base, :frozen?
+  end
+
+  it "builds the executor, with keyword overrides on top" do
+    executor = Jiggler::Executor.threads(2).new(queues: 3)
+
+    assert_kind_of Jiggler::Executor, executor
+    assert_equal [2, 3], executor.options.values_at(:threads, :queues)
+  end
+
+  it "names an unknown option" do
+    error = assert_raises(ArgumentError) { Jiggler::Executor.new(thread: 2) }
+
+    assert_match(/unknown executor option :thread \(known: threads, queues/, error.message)
+  end
+
+  it "refuses counts and sizes that are not positive integers" do
+    {threads: 0, queues: -1, queue_size: 0, batch_size: 0}.each do |key, value|
+      error = assert_raises(ArgumentError) { options.new(key => value) }
+      assert_equal "executor #{key} must be a positive Integer (got #{value})", error.message
+    end
+    assert_raises(ArgumentError) { Jiggler::Executor.threads(1.5) }
+    assert_raises(ArgumentError) { Jiggler::Executor.queue_size("10") }
+  end
+
+  it "refuses a negative or non-numeric interval" do
+    [-0.1, "1", Float::INFINITY, nil].each do |value|
+      error = assert_raises(ArgumentError) { Jiggler::Executor.interval(value) }
+      assert_match(/executor interval must be a number of seconds, 0 or more/, error.message)
+    end
+    assert_equal 0.5, Jiggler::Executor.interval(0.5).to_h[:interval]
+  end
+
+  it "takes only true or false for batch" do
+    error = assert_raises(ArgumentError) { Jiggler::Executor.batch("yes") }
+
+    assert_equal 'executor batch must be true or false (got "yes")', error.message
+    assert_nil Jiggler::Executor.batch(true).batch_size(nil).to_h[:batch_size]
+  end
+end
