@@ -63,7 +63,7 @@ module Jiggler
     # Adds a job. @returns [Integer] its id.
     def create(payload, state = nil)
       transaction do
-        @db.execute("INSERT INTO jobs (state, payload) VALUES (?, ?)", [state.to_s, dump(payload)])
+        @db.execute("INSERT INTO jobs (state, payload) VALUES (?, ?)", [state&.to_s, dump(payload)])
         @db.last_insert_row_id
       end
     end
@@ -97,8 +97,13 @@ module Jiggler
     end
 
     # Appends an event (any JSON value) to a job's log.
+    # @returns [Boolean] false when there is no such job.
     def append_event(id, event)
-      transaction { add_event(id, event) }
+      transaction do
+        next false unless @db.get_first_value("SELECT 1 FROM jobs WHERE id = ?", [id])
+        add_event(id, event)
+        true
+      end
     end
 
     # A job's events, oldest first. @returns [Array([Float, Object])]
@@ -146,7 +151,16 @@ module Jiggler
     end
 
     def configure(synchronous)
-      @db.execute("PRAGMA journal_mode = WAL")
+      # Switching to WAL needs the file to itself and SQLite does not wait for that lock: retry while another
+      # process holds it.
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + LOCK_TIMEOUT_MS / 1000.0
+      begin
+        @db.execute("PRAGMA journal_mode = WAL")
+      rescue SQLite3::BusyException
+        raise if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        sleep(0.01)
+        retry
+      end
       @db.execute("PRAGMA synchronous = #{synchronous.upcase}")
     end
 
@@ -162,9 +176,9 @@ module Jiggler
 
     # @returns [Integer] the file's schema version (0 for a new file).
     def check_file
-      application = @db.get_first_value("PRAGMA application_id")
-      version = @db.get_first_value("PRAGMA user_version")
-      tables = @db.get_first_value("SELECT count(*) FROM sqlite_master")
+      # One statement, one snapshot: another process may be creating the tables right now.
+      application, version, tables = @db.get_first_row("SELECT (SELECT application_id FROM pragma_application_id), " \
+        "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)")
       if application != Schema::APPLICATION_ID && (tables.positive? || application != 0)
         raise OpenError, "#{@path} is not a jiggler database (it holds other tables); nothing was changed"
       end
@@ -179,15 +193,31 @@ module Jiggler
       clauses = []
       values = []
       query.each do |key, value|
-        if key.to_s == "state"
-          clauses << "state = ?"
+        column = column_for(key)
+        if value.nil?
+          clauses << "#{column} IS NULL"
         else
-          raise ArgumentError, "payload field names are letters, digits and _ (got #{key.inspect})" unless /\A\w+\z/.match?(key.to_s)
-          clauses << "json_extract(payload, '$.#{key}') = ?"
+          clauses << "#{column} = ?"
+          values << bindable(value)
         end
-        values << (value.is_a?(Symbol) ? value.to_s : value)
       end
       [clauses.empty? ? "1" : clauses.join(" AND "), values]
+    end
+
+    def column_for(key)
+      return "state" if key.to_s == "state"
+      raise ArgumentError, "payload field names are letters, digits and _ (got #{key.inspect})" unless /\A\w+\z/.match?(key.to_s)
+      "json_extract(payload, '$.#{key}')"
+    end
+
+    # SQLite's JSON functions give true and false as 1 and 0.
+    def bindable(value)
+      case value
+      when true then 1
+      when false then 0
+      when Symbol then value.to_s
+      else value
+      end
     end
 
     def dump(value) = Oj.dump(value, mode: :strict, float_precision: 0)

@@ -426,7 +426,8 @@ module StoreContract
       end
 
       it "waits on its first call until a push comes" do
-        waiter = Thread.new { subject.wait_for_push(5) }
+        store = subject # built here: memoizing it inside the thread too would race
+        waiter = Thread.new { store.wait_for_push(5) }
         wait_for(message: "the waiter to wake") do
           subject.push("q#{SecureRandom.hex(4)}", [job]) # each to an empty queue
           !waiter.alive?

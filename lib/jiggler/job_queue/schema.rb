@@ -12,8 +12,8 @@ module Jiggler
       MIGRATIONS = {
         1 => <<~SQL
           CREATE TABLE jobs (
-            id INTEGER PRIMARY KEY,
-            state TEXT NOT NULL,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            state TEXT,
             queue TEXT,
             run_at REAL,
             owner TEXT,
@@ -21,6 +21,7 @@ module Jiggler
           );
           CREATE INDEX jobs_by_state_queue ON jobs (state, queue, run_at, id);
           CREATE INDEX jobs_by_state_time ON jobs (state, run_at);
+          CREATE INDEX jobs_by_state_id ON jobs (state, id);
           CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner IS NOT NULL;
           CREATE TABLE events (
             id INTEGER PRIMARY KEY,
