@@ -138,6 +138,15 @@ module Jiggler
       @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
     end
 
+    # Records events for many jobs in one statement per 300, inside the caller's transaction.
+    # @parameter events [Array([Integer, Object])] job id and event.
+    def add_events(events, at: Time.now.to_f)
+      events.each_slice(300) do |slice|
+        @db.execute("INSERT INTO events (job_id, at, event) VALUES #{(["(?, ?, ?)"] * slice.size).join(", ")}",
+          slice.flat_map { |id, event| [id, at, dump(event)] })
+      end
+    end
+
     private
 
     def connect

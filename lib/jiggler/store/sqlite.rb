@@ -42,7 +42,7 @@ module Jiggler
       def push(queue, payloads)
         now = Time.now.to_f
         write do |queue_db|
-          payloads.each { |payload| insert(queue_db, "queued", queue, now, payload, "enqueued") }
+          payloads.each_slice(CHUNK) { |slice| insert_many(queue_db, queue, now, slice) }
           count(queue_db.db, "pushes", payloads.size)
         end
       end
@@ -59,12 +59,16 @@ module Jiggler
       def fetch(process, queues, limit:, token:, acks: [], reliable: true)
         write do |queue_db|
           acknowledge(queue_db, process, acks, reliable)
-          queues.each_with_object([]) do |queue, fetched|
-            break fetched if limit <= 0
+          fetched = []
+          queues.each do |queue|
+            break if limit <= 0
             rows = take(queue_db.db, process, queue, limit, reliable)
-            rows.each { |id, payload| started(queue_db, id, process, reliable) && fetched.push("#{id}|#{queue}", payload) }
+            rows.each { |id, payload| fetched.push("#{id}|#{queue}", payload) }
             limit -= rows.size
           end
+          started = {"type" => "started", "process" => process}
+          queue_db.add_events(fetched.each_slice(2).map { |field, _| [field.to_i, started] }) if reliable
+          fetched
         end
       end
 
@@ -184,6 +188,12 @@ module Jiggler
         raise ConnectionError, "#{@path}: #{error.message}"
       end
 
+      def insert_many(queue_db, queue, now, payloads)
+        rows = queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES " \
+          "#{(["('queued', ?, ?, ?)"] * payloads.size).join(", ")} RETURNING id", payloads.flat_map { |payload| [queue, now, payload] })
+        queue_db.add_events(rows.map { |(id)| [id, {"type" => "enqueued"}] }, at: now)
+      end
+
       def insert(queue_db, state, queue, at, payload, event)
         queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [state, queue, at, payload])
         queue_db.add_event(queue_db.db.last_insert_row_id, {"type" => event}, at: Time.now.to_f)
@@ -208,21 +218,16 @@ module Jiggler
         ids
       end
 
-      def started(queue_db, id, process, reliable)
-        queue_db.add_event(id, {"type" => "started", "process" => process}) if reliable
-        true
-      end
-
       def acknowledge(queue_db, process, fields, reliable)
         return if fields.empty?
         return count(queue_db.db, "processed", fields.size) unless reliable
         now = Time.now.to_f
         finished = fields.each_slice(CHUNK).sum do |slice|
           ids = slice.map(&:to_i)
-          queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")}) " \
-            "AND state = 'in_flight' AND owner = ? RETURNING id", [now, *ids, process]).each do |(id)|
-            queue_db.add_event(id, {"type" => "done"}, at: now)
-          end.size
+          done = queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
+            "WHERE id IN (#{(["?"] * ids.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *ids, process])
+          queue_db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
+          done.size
         end
         # An acknowledgement sent again after a lost reply counts once.
         count(queue_db.db, "processed", finished)
