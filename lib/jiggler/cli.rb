@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
+require "stringio"
 require_relative "../jiggler"
 require_relative "config/yaml_file"
 
@@ -152,7 +153,9 @@ module Jiggler
 
     def dump_tasks
       Thread.list.each { |thread| Jiggler.logger.info("thread #{thread.name}: #{thread.backtrace&.first(10)&.join(" < ")}") }
-      Jiggler.logger.info("tasks:\n#{Async::Task.current.reactor.print_hierarchy(StringIO.new).string}")
+      tree = StringIO.new
+      Async::Task.current.reactor.print_hierarchy(tree)
+      Jiggler.logger.info("tasks:\n#{tree.string}")
     rescue => error
       Jiggler.logger.warn("could not dump tasks: #{error.message}")
     end

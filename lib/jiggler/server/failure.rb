@@ -20,7 +20,7 @@ module Jiggler
       # @parameter now [Float] epoch seconds.
       # @returns [Array] in-flight field, "retry" or "dead", score and payload, as Store#fail takes them.
       def record(field, job, error, now)
-        attempt = job["attempt"].to_i + 1
+        attempt = count(job["attempt"]) + 1
         describe(job, error, attempt, now)
         retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
         return dead(field, job, now) if attempt > retries
@@ -29,7 +29,7 @@ module Jiggler
 
       # The record for a job sent straight to the dead set, whatever its retries.
       def kill(field, job, error, now)
-        describe(job, error, job["attempt"].to_i, now)
+        describe(job, error, count(job["attempt"]), now)
         dead(field, job, now)
       end
 
@@ -56,6 +56,9 @@ module Jiggler
         job["failed_at"] ||= now
         job["retried_at"] = now if attempt > 1
       end
+
+      # A counter field of a payload; anything but an Integer (a hand-edited or foreign payload) counts as 0.
+      def count(value) = value.is_a?(Integer) ? value : 0
 
       # An error's message; a job's own exception class may fail to build one.
       def message(error)

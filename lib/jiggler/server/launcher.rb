@@ -26,11 +26,12 @@ module Jiggler
         @config = config
         @logger = logger
         @identity = Identity.new(config)
-        @workers = Workers.new(concurrency: config[:concurrency], processor: Processor.new(logger: logger))
+        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? })
+        @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
         @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger) if config[:poller_enabled]
-        @reaper = Reaper.new(store: Store.dedicated(config), config: config, logger: logger)
+        @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
           interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
       end

@@ -17,8 +17,10 @@ module Jiggler
       class ArityError < Error; end
 
       # @parameter logger [Logger]
-      def initialize(logger:)
+      # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
+      def initialize(logger:, interrupted: -> { true })
         @logger = logger
+        @interrupted = interrupted
         @classes = {}
       end
 
@@ -43,9 +45,11 @@ module Jiggler
         instance.perform(*job["args"])
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
-      rescue Async::Stop
-        # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once).
-        raise
+      rescue Async::Stop => error
+        # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). An
+        # Async::Stop the job raised itself is its own failure.
+        raise if @interrupted.call
+        failed(fetched, job, error)
       rescue Exception => error # rubocop:disable Lint/RescueException -- any job failure, even NoMemoryError or exit, is recorded, not fatal
         failed(fetched, job, error)
       end

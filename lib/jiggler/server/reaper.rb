@@ -16,9 +16,13 @@ module Jiggler
       class PoisonJobError < Error; end
 
       # @parameter store [Store::Redis | Store::SQLite] a store for this reaper alone.
+      # @parameter process [String] this process's id: never reaped by itself.
       # @parameter config [Config]
-      def initialize(store:, config:, logger:)
+      def initialize(store:, process:, config:, logger:)
         @store = store
+        @process = process
+        @interval = config.reaper_interval
+        @grace = config.registration_ttl + config.heartbeat_interval
         @max_crashes = config[:max_crashes]
         @dead_timeout = config[:dead_timeout]
         @dead_max = config[:dead_max_jobs]
@@ -39,10 +43,22 @@ module Jiggler
       # Recovers the jobs of every dead process once.
       # @returns [Integer] how many jobs went back to their queues or to the dead set.
       def reap
-        @store.dead_processes.sum { |process| recover(process) }
+        dead = @store.dead_processes - [@process]
+        return 0 unless registrations_trusted?
+        dead.sum { |process| recover(process) }
       end
 
       private
+
+      # While the store is unreachable nobody can beat, so every registration may expire without its process dying.
+      # After losing touch with the store (or being stalled) for more than two checks, wait one registration's life
+      # before believing an expiry again: live processes beat again meanwhile.
+      def registrations_trusted?
+        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        @trusted_from = now + @grace if @last_contact && now - @last_contact > 2 * @interval
+        @last_contact = now
+        now >= (@trusted_from ||= now)
+      end
 
       def recover(process)
         poisoned, requeued = sort(@store.in_flight(process))
@@ -61,13 +77,13 @@ module Jiggler
         requeued = {}
         held.each do |field, payload|
           job = Payload.load(payload)
-          job["crashes"] = job["crashes"].to_i + 1
+          job["crashes"] = Failure.count(job["crashes"]) + 1
           if job["crashes"] >= @max_crashes
             poisoned << Failure.kill(field, job, poison_error(job), now)
           else
             requeued[field] = Payload.dump(job)
           end
-        rescue Payload::MalformedError => error
+        rescue => error # unreadable, or a payload whose fields jiggler cannot use
           poisoned << Failure.malformed(Fetched.new(field, payload), error, now)
         end
         [poisoned, requeued]

@@ -2,6 +2,7 @@
 
 require "async/notification"
 require "async/task"
+require_relative "failure"
 
 module Jiggler
   module Server
@@ -70,9 +71,13 @@ module Jiggler
         0
       rescue Async::TimeoutError
         unfinished = @running.size
+        @interrupting = true
         @tasks.each(&:stop)
         unfinished
       end
+
+      # Whether `stop` is interrupting running jobs.
+      def interrupting? = @interrupting == true
 
       private
 
@@ -90,9 +95,15 @@ module Jiggler
 
       def work(job)
         @running[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => Time.now.to_f}
-        failure = @processor.call(job)
+        failure = process(job)
         @running.delete(job.field)
         @reporter.done(job, failure)
+      end
+
+      def process(job)
+        @processor.call(job)
+      rescue => error # a fault in jiggler itself: the job goes to the dead set with it, rather than stay in flight
+        Failure.malformed(job, error, Time.now.to_f)
       end
     end
   end

@@ -164,7 +164,12 @@ module Jiggler
       # @returns [Boolean] whether a push was seen.
       # @asynchronous
       def wait_for_push(timeout)
-        @subscription ||= subscribe
+        unless @subscription
+          @subscription = subscribe
+          # Pushes made while the subscription was lost were missed: have the caller look at the queues.
+          return true if @resubscribing
+          @resubscribing = true
+        end
         event = @subscription.next_event(timeout)
         event&.first == "message"
       rescue ::RedisClient::Error, IOError => error
