@@ -5,6 +5,7 @@ require "oj"
 require "sqlite3"
 require_relative "error"
 require_relative "job_queue/schema"
+require_relative "job_queue/connection"
 
 module Jiggler
   # A durable job queue in one SQLite file, safe for many processes at once (WAL, short transactions). Jobs have an
@@ -151,7 +152,7 @@ module Jiggler
 
     def connect
       FileUtils.mkdir_p(::File.dirname(@path)) unless @path == ":memory:"
-      db = SQLite3::Database.new(@path)
+      db = Connection.new(@path)
       # Waiting for another process's lock sleeps in Ruby, so other fibers and threads run meanwhile.
       db.busy_handler_timeout = LOCK_TIMEOUT_MS
       db
