@@ -13,7 +13,7 @@ Gem::Specification.new do |spec|
   spec.homepage = "https://rubygems.org/gems/jiggler"
   spec.required_ruby_version = ">= 3.1"
 
-  spec.files = Dir["lib/**/*.{rb,lua}", "exe/*", "README.md", "LICENSE"]
+  spec.files = Dir["lib/**/*.{rb,lua,erb,css,js}", "exe/*", "config.ru", "README.md", "LICENSE"]
   spec.bindir = "exe"
   spec.executables = ["jiggler"]
   spec.require_paths = ["lib"]
@@ -21,7 +21,9 @@ Gem::Specification.new do |spec|
   spec.add_dependency "async", "~> 2.23.1"
   spec.add_dependency "async-pool", "~> 0.10"
   spec.add_dependency "connection_pool", ">= 2.4", "< 3"
+  spec.add_dependency "erubi", "~> 1.12"
   spec.add_dependency "oj", "~> 3.16"
+  spec.add_dependency "rack", "~> 3.0"
   spec.add_dependency "redis-client", ">= 0.22", "< 1"
   spec.add_dependency "sqlite3", ">= 2.1", "< 3"
 end

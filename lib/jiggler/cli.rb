@@ -25,6 +25,7 @@ module Jiggler
 
     def run(argv)
       $stdout.sync = true # log lines reach files and pipes as they are written
+      return run_web(argv.drop(1)) if argv.first == "web"
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
@@ -35,6 +36,12 @@ module Jiggler
     end
 
     private
+
+    # `jiggler web`: the dashboard alone (see Web::Command).
+    def run_web(argv)
+      require_relative "web/command"
+      Web::Command.new.run(argv)
+    end
 
     def parse(argv)
       flags = {}
@@ -47,7 +54,7 @@ module Jiggler
 
     def options(flags)
       OptionParser.new do |opts|
-        opts.banner = "Usage: jiggler [options]"
+        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
         opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|

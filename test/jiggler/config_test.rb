@@ -14,6 +14,9 @@ describe Jiggler::Config do
     dead_timeout: ["a positive number of seconds", [0, -60, "1d", nil, Float::INFINITY]],
     recovery_timeout: ["a positive number of seconds", [0, -1, "15", nil, Float::NAN]],
     max_crashes: ["a positive Integer", [0, -1, 2.5, "3", nil]],
+    done_retention: ["a positive number of seconds", [0, -1, "3600", nil, Float::INFINITY]],
+    sqlite_path: ["a non-empty String", ["", :jobs, 1]],
+    sqlite_synchronous: ["\"normal\" or \"full\"", ["off", :fast, 1, nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],
     poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
     namespace: ["a non-empty String", ["", nil, :jiggler, 1]],
@@ -96,7 +99,7 @@ describe Jiggler::Config do
           assert_includes error.message, "config[:#{key}]"
           assert_includes error.message, allowed
         end
-        assert_unchanged(key) unless %i[redis_url environment].include?(key)
+        assert_unchanged(key) unless %i[redis_url environment sqlite_path].include?(key) # defaults read from ENV
       end
     end
 

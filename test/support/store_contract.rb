@@ -19,7 +19,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin invariants wait_for_push].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_push].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -397,6 +397,149 @@ module StoreContract
       end
     end
 
+    # What the web dashboard needs: pausing queues, paging and filtering, and acting on single jobs.
+    def describe_admin_for_web
+      it "does not fetch from a paused queue, and fetches again once it is resumed" do
+        paused, other = job(queue: "paused"), job(queue: "other")
+        subject.push("paused", [paused])
+        subject.push("other", [other])
+        subject.pause_queue("paused")
+        assert_equal [other], payloads(fetch(%w[paused other], limit: 5))
+        assert_equal [["paused"], {"paused" => 1}], [subject.paused_queues, subject.queue_sizes]
+        subject.resume_queue("paused")
+        assert_equal [[], [paused]], [subject.paused_queues, payloads(fetch(%w[paused other], limit: 5, token: 1))]
+      end
+
+      it "still takes pushes into a paused queue, and lists each paused queue once" do
+        subject.pause_queue("mail")
+        subject.pause_queue("mail")
+        subject.pause_queue("bulk")
+        subject.push("mail", [job(queue: "mail")])
+        assert_equal [%w[bulk mail], {"mail" => 1}], [subject.paused_queues, subject.queue_sizes]
+      end
+
+      it "wakes a waiting server when a queue is resumed" do
+        subject.push("mail", [job(queue: "mail")])
+        subject.pause_queue("mail")
+        subject.wait_for_push(0.05) # starts listening
+        waiter = Thread.new { subject.wait_for_push(5) }
+        wait_for(message: "the waiter to wake") do
+          subject.resume_queue("mail")
+          !waiter.alive?
+        end
+        assert_equal true, waiter.value
+      end
+
+      it "pages through a queue, next to run first" do
+        jobs = Array.new(5) { job }
+        subject.push("default", jobs)
+        assert_equal jobs[2, 2], subject.queue_entries("default", limit: 2, offset: 2)
+        assert_equal [jobs[4]], subject.queue_entries("default", limit: 2, offset: 4)
+        assert_equal [], subject.queue_entries("default", limit: 2, offset: 5)
+      end
+
+      it "pages through a set, soonest first or latest first" do
+        entries = Array.new(5) { |index| [job, 100.0 + index] }
+        subject.schedule(entries.map(&:reverse))
+        assert_equal entries[1, 2], subject.set_entries(:scheduled, limit: 2, offset: 1)
+        assert_equal entries.reverse[0, 2], subject.set_entries(:scheduled, limit: 2, reverse: true)
+        assert_equal [entries[0]], subject.set_entries(:scheduled, limit: 2, offset: 4, reverse: true)
+      end
+
+      it "filters set entries by class name or jid, then pages" do
+        mails = Array.new(3) { |index| [job(name: "MailJob"), 100.0 + index] }
+        other = [job(jid: "0123456789abcdef01234567"), 200.0]
+        subject.schedule([*mails, other].map(&:reverse) + [[300.0, "not json"]])
+        assert_equal mails[1, 2], subject.set_entries(:scheduled, filter: "Mail", offset: 1)
+        assert_equal [other], subject.set_entries(:scheduled, filter: "89abcdef")
+        assert_equal [], subject.set_entries(:scheduled, filter: "<script>")
+      end
+
+      it "finds a set entry by its score and jid" do
+        wanted, twin = job, job
+        subject.schedule([[100.5, wanted], [100.5, twin], [200.0, job]])
+        assert_equal wanted, subject.set_entry(:scheduled, 100.5, jid_of(wanted))
+        assert_nil subject.set_entry(:scheduled, 200.0, jid_of(wanted))
+        assert_nil subject.set_entry(:retry, 100.5, jid_of(wanted))
+      end
+
+      it "deletes set entries by score and jid, skipping those already gone" do
+        first, second, kept = job, job, job
+        subject.schedule([[100.0, first], [101.0, second], [102.0, kept]])
+        entries = [[100.0, jid_of(first)], [101.0, jid_of(second)], [101.0, jid_of(second)], [5.0, "gone"]]
+        assert_equal 2, subject.delete_set_entries(:scheduled, entries)
+        assert_equal [kept], subject.set_entries(:scheduled).map(&:first)
+      end
+
+      it "moves set entries to their queues now: scheduled to queue, retries and dead to retry_queue" do
+        scheduled = job(queue: "mail", retry_queue: "slow")
+        subject.schedule([[now + 3_600, scheduled]])
+        retried, dead = job(queue: "a", retry_queue: "slow"), job(queue: "b")
+        fail_jobs([["1|a", "retry", now + 3_600, retried], ["2|b", "dead", now, dead]], reliable: false)
+        moved = [[:scheduled, scheduled], [:retry, retried], [:dead, dead]].sum do |set, payload|
+          subject.enqueue_set_entries(set, [subject.set_entries(set).first.reverse.tap { |pair| pair[1] = jid_of(payload) }])
+        end
+        assert_equal [3, {"b" => 1, "mail" => 1, "slow" => 1}], [moved, subject.queue_sizes]
+        assert_equal({scheduled: 0, retry: 0, dead: 0}, subject.counts.slice(:scheduled, :retry, :dead))
+      end
+
+      it "refreshes enqueued_at of the jobs it moves, and moves each once" do
+        payload = job(enqueued_at: 1.0)
+        subject.schedule([[now + 60, payload]])
+        entry = [[subject.set_entries(:scheduled).first.last, jid_of(payload)]]
+        moved_at = now
+        assert_equal 1, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_equal 0, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_in_delta moved_at, Jiggler::Payload.load(subject.queue_entries("default").first)["enqueued_at"], 0.001
+      end
+
+      it "kills scheduled and retry entries: to the dead set, with died_at" do
+        scheduled, retried = job, job
+        subject.schedule([[now + 60, scheduled]])
+        fail_jobs([["1|default", "retry", now + 60, retried]], reliable: false)
+        killed_at = now
+        [[:scheduled, scheduled], [:retry, retried]].each do |set, payload|
+          entry = [subject.set_entries(set).first.last, jid_of(payload)]
+          assert_equal 1, subject.kill_set_entries(set, [entry], now: killed_at)
+        end
+        dead = subject.set_entries(:dead)
+        assert_equal [[jid_of(scheduled), killed_at], [jid_of(retried), killed_at]].sort, dead.map { |entry, score| [jid_of(entry), score] }.sort
+        assert_equal [killed_at] * 2, dead.map { |entry, _| Jiggler::Payload.load(entry)["died_at"] }
+        assert_equal [0, 0, 2], subject.counts.values_at(:scheduled, :retry, :dead)
+      end
+
+      it "refuses to kill dead entries" do
+        assert_raises(ArgumentError) { subject.kill_set_entries(:dead, []) }
+      end
+
+      it "deletes one job from a queue" do
+        first, second = job, job
+        subject.push("default", [first, second, first])
+        assert_equal true, subject.delete_queue_entry("default", first)
+        assert_equal [second, first], subject.queue_entries("default")
+        assert_equal false, subject.delete_queue_entry("default", job)
+        assert_equal false, subject.delete_queue_entry("other", second)
+      end
+
+      it "forgets paused queues on clear_all" do
+        subject.pause_queue("mail")
+        subject.clear_all
+        assert_equal [], subject.paused_queues
+      end
+
+      it "keeps a job in exactly one place through the dashboard's moves" do
+        payload = job
+        subject.schedule([[now + 60, payload]])
+        places = [jobs_held]
+        entry = [subject.set_entries(:scheduled).first.last, jid_of(payload)]
+        subject.kill_set_entries(:scheduled, [entry], now: 123.0)
+        places << jobs_held
+        subject.enqueue_set_entries(:dead, [[123.0, jid_of(payload)]])
+        places << jobs_held
+        assert_equal [1, 1, 1], places
+      end
+    end
+
     def describe_invariants
       it "keeps a job in exactly one place through every move" do
         places = [1]
@@ -466,6 +609,8 @@ module StoreContract
   end
 
   def fields(reply) = reply.each_slice(2).map(&:first)
+
+  def jid_of(payload) = Jiggler::Payload.load(payload)["jid"]
 
   def payloads(reply) = reply.each_slice(2).map(&:last)
 

@@ -7,10 +7,10 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 1
+      VERSION = 2
 
       MIGRATIONS = {
-        1 => <<~SQL
+        1 => <<~SQL,
           CREATE TABLE jobs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             state TEXT,
@@ -32,6 +32,10 @@ module Jiggler
           CREATE INDEX events_by_job ON events (job_id, id);
           CREATE TABLE processes (id TEXT PRIMARY KEY, info TEXT NOT NULL, expires_at REAL NOT NULL);
           CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        SQL
+        # The jiggler store's paused queues: servers do not fetch from them.
+        2 => <<~SQL
+          CREATE TABLE paused_queues (queue TEXT PRIMARY KEY);
         SQL
       }.freeze
     end

@@ -21,7 +21,7 @@ module Jiggler
       include Admin
 
       CHUNK = 1000
-      SCRIPTS = %w[push fetch fail move].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push fetch fail move kill].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :SCRIPTS
 
       attr_reader :keys
@@ -67,7 +67,8 @@ module Jiggler
         end
       end
 
-      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first.
+      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
+      # skipped.
       # @parameter process [String] the fetching process's id.
       # @parameter queues [Array(String)] queue names in priority order.
       # @parameter limit [Integer] at most this many jobs (0 only acknowledges).
@@ -76,7 +77,7 @@ module Jiggler
       # @parameter reliable [Boolean] record fetched jobs in flight (at-least-once).
       # @returns [Array(String)] in-flight field and payload, alternating.
       def fetch(process, queues, limit:, token:, acks: [], reliable: true)
-        keys = [@keys.in_flight(process), @keys.processed, *queues.map { |name| @keys.queue(name) }]
+        keys = [@keys.in_flight(process), @keys.processed, @keys.paused, *queues.map { |name| @keys.queue(name) }]
         argv = [limit, token, reliable ? 1 : 0, acks.size, *acks, *queues]
         with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) }
       end

@@ -54,7 +54,8 @@ module Jiggler
         end
       end
 
-      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first.
+      # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
+      # skipped.
       # @returns [Array(String)] in-flight field ("id|queue") and payload, alternating.
       def fetch(process, queues, limit:, token:, acks: [], reliable: true)
         write do |queue_db|
@@ -206,7 +207,8 @@ module Jiggler
       end
 
       def take(db, process, queue, limit, reliable)
-        ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? ORDER BY run_at, id LIMIT ?", [queue, limit])
+        ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
+          "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
         return ids if ids.empty?
         marks = (["?"] * ids.size).join(", ")
         if reliable

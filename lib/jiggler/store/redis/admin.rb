@@ -1,13 +1,17 @@
 # frozen_string_literal: true
 
+require_relative "../../payload"
+
 module Jiggler
   module Store
     class Redis
-      # The reading and cleaning side of the Redis store, used by Summary and Cleaner. It reads only the keys it
-      # knows by name: no SCAN of the keyspace.
+      # The reading and cleaning side of the Redis store, used by Summary, Cleaner and the web dashboard. It reads
+      # only the keys it knows by name: no SCAN of the keyspace.
       module Admin
         SETS = %i[scheduled retry dead].freeze
         COUNTERS = %i[processed failures].freeze
+        FILTER_CHUNK = 1000
+        private_constant :FILTER_CHUNK
 
         # The counters and set sizes.
         # @returns [Hash(Symbol, Integer)] processed, failures, scheduled, retry and dead.
@@ -34,17 +38,82 @@ module Jiggler
         def processes = registrations.compact
 
         # Jobs waiting in a queue, next to run first.
+        # @parameter offset [Integer] how many of the next jobs to skip.
         # @returns [Array(String)] payloads.
-        def queue_entries(name, limit: 100)
-          with { |redis| redis.call("LRANGE", @keys.queue(name), -limit, -1) }.reverse
+        def queue_entries(name, limit: 100, offset: 0)
+          with { |redis| redis.call("LRANGE", @keys.queue(name), -(offset + limit), -(offset + 1)) }.reverse
         end
 
         # Jobs in a sorted set, soonest (or oldest) first.
         # @parameter set [Symbol] :scheduled, :retry or :dead.
+        # @parameter offset [Integer] how many entries to skip.
+        # @parameter filter [String | Nil] keep only jobs whose class name or jid contains this text.
+        # @parameter reverse [Boolean] latest (or newest) first.
         # @returns [Array([String, Float])] payload and score.
-        def set_entries(set, limit: 100)
-          with { |redis| redis.call("ZRANGE", set_key(set), 0, limit - 1, "WITHSCORES") }
+        def set_entries(set, limit: 100, offset: 0, filter: nil, reverse: false)
+          return filtered_set_entries(set, filter, limit, offset, reverse) if filter
+          set_range(set, offset, offset + limit - 1, reverse)
         end
+
+        # Finds one entry of a sorted set by its score and jid.
+        # @returns [String | Nil] its payload.
+        def set_entry(set, score, jid)
+          with { |redis| redis.call("ZRANGE", set_key(set), score, score, "BYSCORE") }.find { |payload| jid_of(payload) == jid }
+        end
+
+        # Deletes entries of a sorted set.
+        # @parameter entries [Array([Float, String])] score and jid of each.
+        # @returns [Integer] how many were deleted.
+        def delete_set_entries(set, entries)
+          members = find_members(set, entries)
+          return 0 if members.empty?
+          with { |redis| redis.call_v(["ZREM", set_key(set), *members]) }
+        end
+
+        # Moves entries of a sorted set to their queues now: scheduled jobs to `queue`, retries and dead jobs to
+        # `retry_queue` when they have one, else to `queue`.
+        # @returns [Integer] how many moved.
+        def enqueue_set_entries(set, entries, now: Time.now.to_f)
+          queue_field = (set == :scheduled) ? "queue" : "retry_queue"
+          members = find_members(set, entries)
+          return 0 if members.empty?
+          with { |redis| move(redis, set_key(set), "set", members.map { |member| due_move(member, queue_field, now) }) }
+        end
+
+        # Moves entries of the scheduled or retry set to the dead set, noting `died_at`.
+        # @returns [Integer] how many moved.
+        # @raises [ArgumentError] for the dead set.
+        def kill_set_entries(set, entries, now: Time.now.to_f)
+          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set == :dead
+          pairs = find_members(set, entries).flat_map { |member| [member, killed(member, now)] }
+          return 0 if pairs.empty?
+          with { |redis| SCRIPTS[:kill].call(redis, [set_key(set), @keys.dead], [now, *pairs]) }
+        end
+
+        # Deletes one job waiting in a queue.
+        # @parameter payload [String] the job exactly as queue_entries returned it.
+        # @returns [Boolean] whether it was there.
+        def delete_queue_entry(name, payload)
+          with { |redis| redis.call("LREM", @keys.queue(name), -1, payload) } == 1
+        end
+
+        # Stops servers from fetching from a queue; jobs are still pushed to it.
+        def pause_queue(name)
+          with { |redis| redis.call("SADD", @keys.paused, name) }
+        end
+
+        # Lets servers fetch from a paused queue again, waking idle ones.
+        def resume_queue(name)
+          with do |redis|
+            redis.pipelined do |pipeline|
+              pipeline.call("SREM", @keys.paused, name)
+              pipeline.call("PUBLISH", @keys.wake, name)
+            end
+          end
+        end
+
+        # @returns [Array(String)] the names of the paused queues, sorted.
+        def paused_queues = with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
 
         # Deletes a queue and its jobs.
         def clear_queue(name)
@@ -81,11 +150,12 @@ module Jiggler
           with { |redis| redis.call_v(["DEL", @keys.processes, *ids.map { |id| @keys.process(id) }]) }
         end
 
-        # Deletes all of the namespace's data, jobs in flight included.
+        # Deletes all of the namespace's data, jobs in flight and paused queues included.
         def clear_all
           ids = registered_processes
           with { |redis| redis.call_v(["DEL", @keys.processes, *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }]) }
           clear_all_queues
+          with { |redis| redis.call("DEL", @keys.paused) }
           SETS.each { |set| clear_set(set) }
           COUNTERS.each { |counter| reset_counter(counter) }
         end
@@ -99,6 +169,43 @@ module Jiggler
           ids = registered_processes
           return {} if ids.empty?
           ids.zip(with { |redis| redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }]) }).to_h
+        end
+
+        def set_range(set, first, last, reverse)
+          command = ["ZRANGE", set_key(set), first, last]
+          command << "REV" if reverse
+          with { |redis| redis.call_v([*command, "WITHSCORES"]) }
+        end
+
+        # Reads the set in chunks, keeping the entries that match, until it has enough.
+        def filtered_set_entries(set, filter, limit, offset, reverse)
+          matches = []
+          (0..).step(FILTER_CHUNK) do |first|
+            chunk = set_range(set, first, first + FILTER_CHUNK - 1, reverse)
+            matches.concat(chunk.select { |payload, _| matches_filter?(payload, filter) })
+            return matches.drop(offset).first(limit) if matches.size >= offset + limit || chunk.size < FILTER_CHUNK
+          end
+        end
+
+        def matches_filter?(payload, filter)
+          job = Payload.load(payload)
+          job["name"].include?(filter) || job["jid"].include?(filter)
+        rescue Payload::MalformedError
+          false
+        end
+
+        def jid_of(payload)
+          Payload.load(payload)["jid"]
+        rescue Payload::MalformedError
+          nil
+        end
+
+        def find_members(set, entries) = entries.filter_map { |score, jid| set_entry(set, score, jid) }.uniq
+
+        def killed(payload, now)
+          job = Payload.load(payload)
+          job["died_at"] = now
+          Payload.dump(job)
         end
 
         def set_key(set)

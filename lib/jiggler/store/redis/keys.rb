@@ -6,7 +6,7 @@ module Jiggler
       # The names of every key in a namespace. All share the hash tag `{namespace}`, so one script may touch any of
       # them on Redis Cluster.
       class Keys
-        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake
+        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :paused
 
         def initialize(namespace)
           @namespace = namespace
@@ -19,6 +19,7 @@ module Jiggler
           @failures = "#{@prefix}stats:failures"
           @processes = "#{@prefix}processes"
           @wake = "#{@prefix}wake"
+          @paused = "#{@prefix}paused"
         end
 
         # The list holding a queue's jobs.

@@ -3,10 +3,14 @@
 module Jiggler
   module Store
     class SQLite
-      # The reading and cleaning side of the SQLite store, used by Summary, Cleaner and the history API.
+      # The reading and cleaning side of the SQLite store, used by Summary, Cleaner, the history API and the web
+      # dashboard.
       module Admin
         SETS = %w[scheduled retry dead].freeze
         COUNTERS = %w[processed failures].freeze
+        FILTER = "(instr(json_extract(payload, '$.name'), ?) > 0 OR instr(json_extract(payload, '$.jid'), ?) > 0)"
+        BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
+        private_constant :FILTER, :BY_ENTRY
 
         # @returns [Hash(Symbol, Integer)] processed, failures, scheduled, retry and dead.
         def counts
@@ -28,16 +32,88 @@ module Jiggler
         end
 
         # Jobs waiting in a queue, next to run first. @returns [Array(String)] payloads.
-        def queue_entries(name, limit: 100)
+        def queue_entries(name, limit: 100, offset: 0)
           with do |db|
-            db.execute("SELECT payload FROM jobs WHERE state = 'queued' AND queue = ? ORDER BY run_at, id LIMIT ?", [name, limit]).flatten
+            db.execute("SELECT payload FROM jobs WHERE state = 'queued' AND queue = ? ORDER BY run_at, id LIMIT ? OFFSET ?",
+              [name, limit, offset]).flatten
           end
         end
 
-        # Jobs in a set, soonest (or oldest) first. @returns [Array([String, Float])] payload and score.
-        def set_entries(set, limit: 100)
-          with { |db| db.execute("SELECT payload, run_at FROM jobs WHERE state = ? ORDER BY run_at, id LIMIT ?", [set_state(set), limit]) }
+        # Jobs in a set, soonest (or oldest) first; `reverse` gives the latest first, `filter` keeps only jobs whose
+        # class name or jid contains the text. @returns [Array([String, Float])] payload and score.
+        def set_entries(set, limit: 100, offset: 0, filter: nil, reverse: false)
+          where = filter ? "state = ? AND json_valid(payload) AND #{FILTER}" : "state = ?"
+          order = reverse ? "run_at DESC, id DESC" : "run_at, id"
+          values = [set_state(set), *([filter, filter] if filter), limit, offset]
+          with { |db| db.execute("SELECT payload, run_at FROM jobs WHERE #{where} ORDER BY #{order} LIMIT ? OFFSET ?", values) }
         end
+
+        # Finds one entry of a set by its score and jid. @returns [String | Nil] its payload.
+        def set_entry(set, score, jid)
+          with { |db| db.get_first_value("SELECT payload FROM jobs WHERE #{BY_ENTRY}", [set_state(set), score, jid]) }
+        end
+
+        # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of each.
+        # @returns [Integer] how many were deleted.
+        def delete_set_entries(set, entries)
+          write do |queue_db|
+            ids = entry_ids(queue_db.db, set, entries)
+            delete_jobs(queue_db.db, "id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
+            ids.size
+          end
+        end
+
+        # Moves entries of a set to their queues now: scheduled jobs to `queue`, retries and dead jobs to
+        # `retry_queue` when they have one, else to `queue`. @returns [Integer] how many moved.
+        def enqueue_set_entries(set, entries, now: Time.now.to_f)
+          kind = (set_state(set) == "scheduled") ? "scheduled" : "retry"
+          write do |queue_db|
+            rows = entry_rows(queue_db.db, set, entries)
+            rows.each { |id, payload| enqueue_one(queue_db, id, kind, payload, now) }
+            count(queue_db.db, "pushes", rows.size) if rows.any?
+            rows.size
+          end
+        end
+
+        # Moves entries of the scheduled or retry set to the dead set, noting `died_at`. @returns [Integer]
+        # @raises [ArgumentError] for the dead set.
+        def kill_set_entries(set, entries, now: Time.now.to_f)
+          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set_state(set) == "dead"
+          write do |queue_db|
+            entry_rows(queue_db.db, set, entries).each do |id, payload|
+              job = Payload.load(payload).merge("died_at" => now)
+              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, Payload.dump(job), id])
+              queue_db.add_event(id, {"type" => "dead"}, at: now)
+            end.size
+          end
+        end
+
+        # Deletes one job waiting in a queue. @parameter payload [String] as queue_entries returned it.
+        # @returns [Boolean] whether it was there.
+        def delete_queue_entry(name, payload)
+          write do |queue_db|
+            id = queue_db.db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
+              "ORDER BY run_at, id LIMIT 1", [name, payload])
+            delete_jobs(queue_db.db, "id = ?", [id]) if id
+            !id.nil?
+          end
+        end
+
+        # Stops servers from fetching from a queue; jobs are still pushed to it.
+        def pause_queue(name)
+          write { |queue_db| queue_db.db.execute("INSERT OR IGNORE INTO paused_queues (queue) VALUES (?)", [name]) }
+        end
+
+        # Lets servers fetch from a paused queue again, waking idle ones.
+        def resume_queue(name)
+          write do |queue_db|
+            queue_db.db.execute("DELETE FROM paused_queues WHERE queue = ?", [name])
+            count(queue_db.db, "pushes", 1)
+          end
+        end
+
+        # @returns [Array(String)] the names of the paused queues, sorted.
+        def paused_queues = with { |db| db.execute("SELECT queue FROM paused_queues ORDER BY queue").flatten }
 
         # A job's history, oldest first. @returns [Array([Float, Hash])] time and event.
         def history(jid)
@@ -70,15 +146,22 @@ module Jiggler
           write { |queue_db| queue_db.db.execute("DELETE FROM processes") }
         end
 
-        # Deletes all of the store's data, jobs in flight and history included.
+        # Deletes all of the store's data, jobs in flight, history and paused queues included.
         def clear_all
           write do |queue_db|
-            %w[events jobs processes].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
+            %w[events jobs processes paused_queues].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
             queue_db.db.execute("DELETE FROM counters WHERE name <> 'pushes'")
           end
         end
 
         private
+
+        # The ids and payloads of the entries found, each once.
+        def entry_rows(db, set, entries)
+          entries.filter_map { |score, jid| db.get_first_row("SELECT id, payload FROM jobs WHERE #{BY_ENTRY}", [set_state(set), score, jid]) }.uniq
+        end
+
+        def entry_ids(db, set, entries) = entry_rows(db, set, entries).map(&:first)
 
         def delete_jobs(db, where, values)
           db.execute("DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE #{where})", values)

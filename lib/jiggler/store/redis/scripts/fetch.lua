@@ -1,6 +1,6 @@
--- Acknowledges finished jobs, then takes up to a limit of jobs from the queues in order (strict priority) and, in
--- at-least-once mode, records each in the process's in-flight hash in the same step.
--- KEYS[1] in-flight hash, KEYS[2] processed counter, KEYS[3..] queue lists
+-- Acknowledges finished jobs, then takes up to a limit of jobs from the queues in order (strict priority), skipping
+-- paused queues, and, in at-least-once mode, records each in the process's in-flight hash in the same step.
+-- KEYS[1] in-flight hash, KEYS[2] processed counter, KEYS[3] set of paused queue names, KEYS[4..] queue lists
 -- ARGV[1] limit, ARGV[2] first token, ARGV[3] "1" to record in flight, ARGV[4] ack count n,
 -- ARGV[5 .. 4+n] in-flight fields to acknowledge, ARGV[5+n ..] queue names (one per queue list)
 local acks = tonumber(ARGV[4])
@@ -18,11 +18,14 @@ local token = tonumber(ARGV[2])
 local names = 4 + acks
 local fetched = {}
 local records = {}
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   if limit <= 0 then break end
-  local jobs = redis.call("RPOP", KEYS[i], limit)
+  local name = ARGV[names + i - 3]
+  local jobs = false
+  if redis.call("SISMEMBER", KEYS[3], name) == 0 then
+    jobs = redis.call("RPOP", KEYS[i], limit)
+  end
   if jobs then
-    local name = ARGV[names + i - 2]
     for _, payload in ipairs(jobs) do
       local field = string.format("%d|%s", token, name)
       token = token + 1

@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require "etc"
+require "fileutils"
+
+module Bench
+  # One server process under measurement: spawned, watched through /proc and the jobs' marker files, stopped.
+  class Measure
+    POLL = 0.005
+    CLOCK_TICK = Etc.sysconf(Etc::SC_CLK_TCK)
+
+    attr_reader :dir, :pid, :spawned
+
+    # @parameter processor [Processor]
+    # @parameter dir [String] a fresh directory for the markers and the log.
+    def initialize(processor, jobs_file, concurrency, dir:, env:)
+      @processor = processor
+      @jobs_file = jobs_file
+      @concurrency = concurrency
+      @dir = dir
+      @env = env
+      @log = File.join(dir, "server.log")
+    end
+
+    def start
+      @spawned = Bench.monotonic
+      @pid = Process.spawn(@processor.env(@env.merge("BENCH_DIR" => @dir)), *@processor.server_command(@jobs_file, @concurrency),
+        out: @log, err: [:child, :out], chdir: @dir, pgroup: true)
+      self
+    end
+
+    # Waits for the jobs' marker `name`, sampling RSS when the first job starts.
+    # @returns [Float] the CLOCK_MONOTONIC time the marker holds.
+    def wait_for(name, timeout)
+      path = File.join(@dir, name)
+      deadline = Bench.monotonic + timeout
+      until File.exist?(path)
+        @start_rss ||= rss if File.exist?(File.join(@dir, "started"))
+        check_alive
+        raise "#{@processor.label}: timed out after #{timeout} s waiting for #{name}\n#{log_tail}" if Bench.monotonic > deadline
+        sleep POLL
+      end
+      @start_rss ||= rss
+      Float(File.read(path))
+    end
+
+    attr_reader :start_rss
+
+    # When the first job started (CLOCK_MONOTONIC).
+    def first_job = Float(File.read(File.join(@dir, "started")))
+
+    # Resident set size in kB, from /proc/PID/status.
+    def rss = File.read("/proc/#{@pid}/status")[/^VmRSS:\s+(\d+)/, 1].to_i
+
+    # User + system CPU seconds, from /proc/PID/stat.
+    def cpu
+      fields = File.read("/proc/#{@pid}/stat").rpartition(")").last.split
+      (fields[11].to_i + fields[12].to_i).fdiv(CLOCK_TICK)
+    end
+
+    def stop
+      return unless @pid
+      Process.kill(:TERM, @pid)
+      deadline = Bench.monotonic + 30
+      until Process.wait(@pid, Process::WNOHANG)
+        if Bench.monotonic > deadline
+          Process.kill(:KILL, -@pid)
+          Process.wait(@pid)
+          break
+        end
+        sleep 0.02
+      end
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    ensure
+      @pid = nil
+    end
+
+    def log_tail = File.exist?(@log) ? File.readlines(@log).last(15).join : "(no log)"
+
+    private
+
+    def check_alive
+      return unless Process.wait(@pid, Process::WNOHANG)
+      @pid = nil
+      raise "#{@processor.label} exited early:\n#{log_tail}"
+    end
+  end
+end

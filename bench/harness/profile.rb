@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+# Profiles our noop hot path with stackprof: N noop jobs on Redis, worked by a server started in this process (as
+# exe/jiggler does it), sampled in CPU mode from start to the last job finished. Run by `bin/bench --profile`, in the
+# isolated tmp/bench-bundles/profile bundle (our gemspec plus stackprof), with REDIS_URL, BENCH_DIR and BENCH_JOBS set.
+require "stackprof"
+require "jiggler"
+require "jiggler/server/launcher"
+require File.expand_path(ARGV.fetch(0))
+
+jobs = Integer(ENV.fetch("BENCH_JOBS"))
+concurrency = Integer(ARGV.fetch(1, "10"))
+finished = File.join(ENV.fetch("BENCH_DIR"), "finished")
+Jiggler.logger.level = Logger::WARN
+Jiggler.configure { |config| config[:concurrency] = concurrency }
+BenchNoopJob.enqueue_bulk(Array.new(jobs) { [] })
+
+cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+profile = StackProf.run(mode: :cpu, interval: 50, raw: true) do
+  Sync do |task|
+    launcher = Jiggler::Server::Launcher.new(config: Jiggler.config.freeze)
+    launcher.start(parent: task)
+    task.sleep(0.002) until File.exist?(finished)
+    launcher.stop
+  end
+end
+seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
+puts format("%d noop jobs, concurrency %d: %.2f s (%.0f jobs/s), %.1f µs of CPU per job (this process; Redis not counted)",
+  jobs, concurrency, seconds, jobs / seconds, cpu * 1e6 / jobs)
+File.binwrite(File.join(ENV.fetch("BENCH_DIR"), "stackprof-noop.dump"), Marshal.dump(profile))
+StackProf::Report.new(profile).print_text(false, 30)

@@ -1,0 +1,301 @@
+# frozen_string_literal: true
+
+module Bench
+  # Parses the options, prepares Redis, the bundles and the jobs files, and runs every selected workload.
+  class Workloads
+    ALL = %w[noop enqueue latency sqlite http file cpu idle].freeze
+    KINDS = {"jiggler" => :ours, "sidekiq" => :sidekiq, "jiggler010" => :jiggler010}.freeze
+    FULL = {noop: 100_000, http: 1_000, http_wide: 10_000, file: 50_000, cpu: 100, idle: 60, latency: 200,
+            bulk: 100_000, single: 10_000, sqlite_noop: 100_000}.freeze
+    QUICK = {noop: 2_000, http: 50, http_wide: 200, file: 500, cpu: 5, idle: 2, latency: 20,
+             bulk: 2_000, single: 200, sqlite_noop: 1_000}.freeze
+    LATENCY_GAP = 0.02
+
+    def initialize(argv)
+      @options = {quick: false, yjit: false, only: KINDS.keys, workloads: ALL}
+      OptionParser.new do |opts|
+        opts.banner = "Usage: bin/bench [--quick] [--yjit] [--only jiggler,sidekiq,jiggler010] [--workloads #{ALL.join(",")}]"
+        opts.on("--quick", "small counts, no install: a smoke run of the harness (figures not meaningful)") { @options[:quick] = true }
+        opts.on("--yjit", "RUBY_YJIT_ENABLE=1 in every measured process") { @options[:yjit] = true }
+        opts.on("--only LIST", Array, "processors to run (default all)") { |list| @options[:only] = list }
+        opts.on("--workloads LIST", Array, "workloads to run (default all)") { |list| @options[:workloads] = list }
+        opts.on("--profile [JOBS]", Integer, "profile our noop hot path with stackprof instead (default 100_000 jobs)") do |jobs|
+          @options[:profile] = jobs || 100_000
+        end
+      end.parse!(argv)
+      unknown = (@options[:only] - KINDS.keys) + (@options[:workloads] - ALL)
+      abort "bin/bench: unknown #{unknown.join(", ")}" if unknown.any?
+      @counts = @options[:quick] ? QUICK : FULL
+      @command = (["bin/bench"] + ARGV_COPY).join(" ")
+    end
+
+    ARGV_COPY = ARGV.dup.freeze
+
+    def run
+      $stdout.sync = true
+      @work = Dir.mktmpdir("jiggler-bench")
+      results = @options[:quick] ? File.join(ROOT, "tmp", "bench-quick") : File.join(ROOT, "bench", "results")
+      @report = Report.new(results, @command)
+      @processors = prepare_processors
+      @redis = Redis.new.start
+      @report.redis_version = @redis.version
+      @report.yjit = @options[:yjit]
+      @report.labels = @processors.map(&:label).uniq.join(", ")
+      puts "jiggler bench#{" --quick (small counts: checks the harness, figures not meaningful)" if @options[:quick]}"
+      puts "Machine: #{@report.machine}", "Ruby: #{RUBY_DESCRIPTION}, YJIT #{@options[:yjit] ? "on" : "off"}", "Redis: #{@redis.version}"
+      @jobs_files = @processors.map(&:kind).uniq.to_h { |kind| [kind, JobsSource.write(kind, @work)] }
+      return profile if @options[:profile]
+      @options[:workloads].each { |name| send(name) }
+      puts "", "Results: #{results}"
+    ensure
+      @http&.then { |pid| Process.kill(:TERM, pid) && Process.wait(pid) }
+      @redis&.stop
+      FileUtils.rm_rf(@work) if @work
+    end
+
+    private
+
+    # Ours, then Sidekiq and jiggler 0.1.0 (both modes) when selected and their bundles are (or can be) installed.
+    def prepare_processors
+      list = []
+      list << Processor.new(:ours) if @options[:only].include?("jiggler")
+      list << Processor.new(:sidekiq) if @options[:only].include?("sidekiq")
+      list.push(Processor.new(:jiggler010, mode: "at_least_once"), Processor.new(:jiggler010, mode: "at_most_once")) if @options[:only].include?("jiggler010")
+      list.select { |processor| available?(processor) }
+    end
+
+    def available?(processor)
+      return true if processor.installed?
+      name = processor.label.sub(/ \?$/, "")
+      if @options[:quick]
+        puts "skipping #{name}: its bench bundle is not installed (--quick never installs; a full bin/bench run does)"
+        return false
+      end
+      log = File.join(ROOT, "tmp", "bench-bundles", "install.log")
+      FileUtils.mkdir_p(File.dirname(log))
+      puts "installing #{processor.kind} into tmp/bench-bundles/ (log: #{log})"
+      return true if processor.install(log) && processor.installed?
+      puts "skipping #{processor.kind}: its bundle did not install (see #{log})"
+      false
+    end
+
+    def ours = @processors.select(&:ours?)
+
+    def competitors = @processors.reject(&:ours?)
+
+    def sidekiq_and_ours = @processors.reject { |processor| processor.kind == :jiggler010 && processor.mode == "at_most_once" }
+
+    # Runs bench/harness/profile.rb in the isolated profile bundle (our gemspec plus stackprof).
+    def profile
+      key = :profile
+      env = Processor.bundle_env_for(key)
+      unless File.exist?(Processor.lockfile(key)) && system(env, "bundle", "check", out: File::NULL)
+        puts "installing the profile bundle (our gemspec + stackprof) into tmp/bench-bundles/profile"
+        abort "bin/bench: the profile bundle did not install" unless Processor.install_bundle(key, File.join(ROOT, "tmp", "bench-bundles", "install.log"))
+      end
+      dir = fresh_dir
+      path = File.join(ROOT, "bench", "results", "#{STAMP}-profile.txt")
+      environment = ours.first.env(env.merge("REDIS_URL" => @redis.url, "BENCH_DIR" => dir, "BENCH_JOBS" => @options[:profile].to_s).merge(yjit_env))
+      output = IO.popen(environment, [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "profile.rb"), @jobs_files.fetch(:ours), "10"], err: [:child, :out], &:read)
+      puts output
+      abort "bin/bench: the profile run failed" unless $?.success?
+      FileUtils.mkdir_p(File.dirname(path))
+      File.write(path, "#{@command}\n#{@report.machine}\n#{RUBY_DESCRIPTION}, YJIT #{@options[:yjit] ? "on" : "off"}\n\n#{output}")
+      puts "Profile: #{path}"
+    end
+
+    # --- workloads ---
+
+    def noop
+      jobs = @counts[:noop]
+      plan = ours.product(@options[:quick] ? [10] : [5, 10, 50, 100]) + competitors.product(@options[:quick] ? [10] : [5, 10])
+      rows = timed(plan, "BenchNoopJob", jobs, "[]")
+      @report.throughput("noop", "Noop: #{Report.count(jobs)} jobs enqueued before timing (Redis)", rows,
+        note: target_note(rows, "noop"))
+    end
+
+    def http
+      start_http_server
+      url = "http://127.0.0.1:#{@http_port}/hello"
+      jobs = @counts[:http]
+      concurrencies = @options[:quick] ? [50] : [5, 10, 15]
+      plan = sidekiq_and_ours.product(concurrencies)
+      plan += ours.product([50, 100]) unless @options[:quick]
+      rows = timed(plan.sort_by { |_, concurrency| concurrency }, "BenchHttpJob", jobs, [url].to_json)
+      ours.each { |processor| rows += timed([[processor, 1_000]], "BenchHttpJob", @counts[:http_wide], [url].to_json) }
+      rows.each { |row| row.ideal = row.jobs * 0.2 / row.concurrency }
+      mine = rows.find { |row| row.label.start_with?("Jiggler #{OURS_VERSION}") && row.concurrency == 100 }
+      note = mine && format("Target: ours at concurrency 100 within 15%% of ideal: %.2f s vs %.2f s ideal (+%.0f%%): %s.",
+        mine.seconds, mine.ideal, (mine.seconds / mine.ideal - 1) * 100, (mine.seconds <= mine.ideal * 1.15) ? "met" : "NOT met")
+      @report.throughput("http", "HTTP: #{Report.count(jobs)} jobs, each a GET that the local server answers after 200 ms", rows, note: note)
+    end
+
+    def file
+      path = File.join(@work, "appends.txt")
+      jobs = @counts[:file]
+      plan = sidekiq_and_ours.product(@options[:quick] ? [10] : [5, 10, 15])
+      plan += ours.product([50, 100]) unless @options[:quick]
+      rows = timed(plan.sort_by { |_, concurrency| concurrency }, "BenchFileJob", jobs, [path, "%i"].to_json)
+      @report.throughput("file", "File IO: #{Report.count(jobs)} jobs, each appending a line to one file", rows)
+    end
+
+    def cpu
+      jobs = @counts[:cpu]
+      plan = sidekiq_and_ours.product(@options[:quick] ? [10] : [5, 10]).sort_by { |_, concurrency| concurrency }
+      rows = timed(plan, "BenchFibJob", jobs, [25].to_json)
+      @report.throughput("cpu", "CPU: #{Report.count(jobs)} jobs of fib(25)", rows)
+    end
+
+    def enqueue
+      rows = sidekiq_and_ours.map do |processor|
+        flush
+        timings = JSON.parse(agent(processor, "speed", @counts[:bulk], @counts[:single], capture: true).lines.last)
+        [processor.label.sub(/ at-least-once$/, ""), format("%.3f sec", timings["bulk"]), Report.count(@counts[:bulk] / timings["bulk"]),
+          format("%.3f sec", timings["single"]), Report.count(@counts[:single] / timings["single"])]
+      end
+      mine = rows.find { |row| row.first.start_with?("Jiggler #{OURS_VERSION}") }
+      note = mine && "Target: enqueue_bulk of 100_000 under 0.5 s: #{mine[1]}#{" (scaled from #{Report.count(@counts[:bulk])})" if @options[:quick]}: " \
+        "#{(Float(mine[1].split.first) * FULL[:bulk] / @counts[:bulk] < 0.5) ? "met" : "NOT met"}."
+      @report.table("enqueue", "Enqueue speed (Redis): one bulk call of #{Report.count(@counts[:bulk])} jobs, then " \
+        "#{Report.count(@counts[:single])} single enqueue calls", ["Job Processor", "Bulk time", "Bulk jobs/s", "Single time", "Single jobs/s"],
+        rows, note: note)
+    end
+
+    def latency
+      rows = sidekiq_and_ours.map { |processor| latency_row(processor, 10, {"REDIS_URL" => @redis.url}) }
+      @report.table("latency", "Latency: enqueue to start with idle workers (Redis), #{@counts[:latency]} jobs " \
+        "#{(LATENCY_GAP * 1000).round} ms apart, concurrency 10", latency_header, rows, note: latency_note(rows))
+    end
+
+    def sqlite
+      jobs = @counts[:sqlite_noop]
+      ours.each do |processor|
+        rows = [10, 50].map { |concurrency| timed_one(processor, concurrency, "BenchNoopJob", jobs, "[]", sqlite: true) }
+        @report.throughput("sqlite", "SQLite store: noop, #{Report.count(jobs)} jobs enqueued before timing", rows)
+        latency = [latency_row(processor, 10, sqlite_env)]
+        @report.table("sqlite", "SQLite store: latency, enqueue to start with idle workers, #{@counts[:latency]} jobs " \
+          "#{(LATENCY_GAP * 1000).round} ms apart, concurrency 10", latency_header, latency, note: latency_note(latency))
+      end
+    end
+
+    def idle
+      seconds = @counts[:idle]
+      rows = sidekiq_and_ours.map do |processor|
+        flush
+        agent(processor, "bulk", "BenchNoopJob", 1, "[]")
+        measure = Measure.new(processor, @jobs_files.fetch(processor.kind), 10, dir: fresh_dir, env: {"REDIS_URL" => @redis.url, "BENCH_JOBS" => "1"}.merge(yjit_env)).start
+        begin
+          measure.wait_for("finished", 60)
+          sleep 1
+          start_rss, cpu, commands = measure.rss, measure.cpu, @redis.commands
+          sleep seconds
+          finish_rss, used, calls = measure.rss, measure.cpu - cpu, @redis.commands - commands - 1
+          [processor.label.sub(/ at-least-once$/, ""), "10", "#{Report.count(start_rss)} kb", "#{Report.count(finish_rss)} kb",
+            format("%.2f", used / seconds * 100), format("%.1f", calls.fdiv(seconds))]
+        ensure
+          measure.stop
+        end
+      end
+      @report.table("idle", "Idle: #{seconds} s with no jobs (Redis)", ["Job Processor", "Concurrency", "Start RSS", "Finish RSS", "%CPU", "Redis calls/s"], rows)
+    end
+
+    # --- helpers ---
+
+    def latency_header = ["Job Processor", "Concurrency", "Jobs", "p50", "p99", "max"]
+
+    # Starts an idle server (after one warm-up job), enqueues jobs one at a time, and reads what each one waited.
+    def latency_row(processor, concurrency, env)
+      count = @counts[:latency]
+      sqlite = !env.key?("REDIS_URL")
+      sqlite ? FileUtils.rm_f(Dir["#{env["JIGGLER_SQLITE_PATH"]}*"]) : flush
+      agent(processor, "bulk", "BenchNoopJob", 1, "[]", env: env)
+      measure = Measure.new(processor, @jobs_files.fetch(processor.kind), concurrency, dir: fresh_dir,
+        env: env.merge("BENCH_JOBS" => (count + 1).to_s).merge(yjit_env)).start
+      begin
+        measure.wait_for("started", 60)
+        sleep 1
+        agent(processor, "latency", count, LATENCY_GAP, env: env)
+        measure.wait_for("finished", 60)
+        waits = File.readlines(File.join(measure.dir, "latencies")).map { |line| Float(line) * 1000 }
+        [processor.label.sub(/ at-least-once$/, "") + (sqlite ? " (SQLite)" : ""), concurrency.to_s, count.to_s,
+          *[0.5, 0.99].map { |fraction| format("%.2f ms", Bench.percentile(waits, fraction)) }, format("%.2f ms", waits.max)]
+      ensure
+        measure.stop
+      end
+    end
+
+    def latency_note(rows)
+      mine = rows.find { |row| row.first.start_with?("Jiggler #{OURS_VERSION}") }
+      return unless mine
+      p50, p99 = mine[3].to_f, mine[4].to_f
+      "Target: p50 <= 5 ms (#{mine[3]}: #{(p50 <= 5) ? "met" : "NOT met"}), p99 <= 20 ms (#{mine[4]}: #{(p99 <= 20) ? "met" : "NOT met"})."
+    end
+
+    def target_note(rows, _workload)
+      mine = rows.select { |row| row.label.start_with?("Jiggler #{OURS_VERSION}") }
+      sidekiq = rows.select { |row| row.label.start_with?("Sidekiq") }
+      return if mine.empty?
+      best = mine.max_by(&:rate)
+      text = format("Targets: >= 50_000 jobs/s from one process: best %s at c%d: %s", Report.count(best.rate), best.concurrency,
+        (best.rate >= 50_000) ? "met" : "NOT met")
+      unless sidekiq.empty?
+        ratio = best.rate / sidekiq.max_by(&:rate).rate
+        text += format("; >= 3x Sidekiq's best: %.2fx: %s", ratio, (ratio >= 3) ? "met" : "NOT met")
+        mine_rss = mine.map(&:finish_rss).max
+        text += format("; finish RSS no higher than Sidekiq's: %s kb vs %s kb: %s", Report.count(mine_rss),
+          Report.count(sidekiq.map(&:finish_rss).max), (mine_rss <= sidekiq.map(&:finish_rss).max) ? "met" : "NOT met")
+      end
+      text + "."
+    end
+
+    def timed(plan, klass, jobs, args)
+      plan.map { |processor, concurrency| timed_one(processor, concurrency, klass, jobs, args) }
+    end
+
+    # Enqueues `jobs` jobs, then times a server from its spawn to the last job finished.
+    def timed_one(processor, concurrency, klass, jobs, args, sqlite: false)
+      env = sqlite ? sqlite_env : {"REDIS_URL" => @redis.url}
+      sqlite ? FileUtils.rm_f(Dir["#{env["JIGGLER_SQLITE_PATH"]}*"]) : flush
+      FileUtils.rm_f(File.join(@work, "appends.txt"))
+      agent(processor, "bulk", klass, jobs, args, env: env)
+      measure = Measure.new(processor, @jobs_files.fetch(processor.kind), concurrency, dir: fresh_dir,
+        env: env.merge("BENCH_JOBS" => jobs.to_s).merge(yjit_env)).start
+      begin
+        finished = measure.wait_for("finished", [120, jobs / 50].max)
+        row = Report::Row.new(label: processor.label + (sqlite ? " (SQLite)" : ""), concurrency: concurrency, jobs: jobs,
+          seconds: finished - measure.spawned, booted: measure.first_job - measure.spawned, start_rss: measure.start_rss, finish_rss: measure.rss)
+        row.cpu = measure.cpu / row.seconds * 100
+        puts format("  %-32s c%-5d %8d jobs %8.2f s %9.0f jobs/s", row.label, concurrency, jobs, row.seconds, row.rate)
+        row
+      ensure
+        measure.stop
+      end
+    end
+
+    def agent(processor, *args, env: {"REDIS_URL" => @redis.url}, capture: false)
+      command = processor.agent_command(@jobs_files.fetch(processor.kind), *args)
+      environment = processor.env(env.merge("BENCH_DIR" => @work).merge(yjit_env))
+      output = IO.popen(environment, command, err: [:child, :out], &:read)
+      raise "agent #{args.first} for #{processor.label} failed:\n#{output}" unless $?.success?
+      capture ? output : ""
+    end
+
+    def sqlite_env = {"JIGGLER_SQLITE_PATH" => File.join(@work, "bench.sqlite3")}
+
+    def yjit_env = @options[:yjit] ? {"RUBY_YJIT_ENABLE" => "1"} : {}
+
+    def flush = @redis.call("FLUSHALL")
+
+    def fresh_dir
+      @runs = (@runs || 0) + 1
+      File.join(@work, "run-#{@runs}").tap { |dir| FileUtils.mkdir_p(dir) }
+    end
+
+    def start_http_server
+      return if @http
+      @http_port = Bench.free_port
+      @http = Process.spawn(RbConfig.ruby, File.join(__dir__, "http_server.rb"), @http_port.to_s, out: File::NULL)
+      Bench.wait_until(10, "the HTTP server") { Bench.listening?(@http_port) }
+    end
+  end
+end

@@ -1,0 +1,66 @@
+# frozen_string_literal: true
+
+require "rack"
+require_relative "../jiggler"
+require_relative "web/action"
+require_relative "web/routes"
+require_relative "web/headers"
+
+module Jiggler
+  # The dashboard: a Rack app to mount anywhere (`mount Jiggler::Web.new => "/jiggler"` in Rails routes, `map` in a
+  # config.ru) or to run alone with `jiggler web`. It reads and changes jobs only through the store's read and admin
+  # methods, so it works the same on Redis and SQLite.
+  #
+  # Safe by construction: views escape everything they print; every state change is a POST that must carry the CSRF
+  # token of a form the app rendered (403 otherwise) and must not come from another site (`Sec-Fetch-Site`); every
+  # response forbids sniffing, framing and caching, and pages run only the app's own script (a CSP with a nonce).
+  # The app has no login of its own: put authentication in front of it as Rack middleware (see the README).
+  class Web
+    # Where the store is found in the Rack environment.
+    STORE = "jiggler.store"
+    UNSAFE_METHODS = %w[POST PUT PATCH DELETE].freeze
+    ROUTER = Routes.draw
+    private_constant :ROUTER, :UNSAFE_METHODS
+
+    # @parameter store [Store::Redis | Store::SQLite | Nil] the store to show; nil means `Jiggler.store`, looked up on
+    #   each request so that configuring jiggler after the app was built still counts.
+    def initialize(store: nil)
+      @store = store
+    end
+
+    # Answers one request.
+    # @parameter env [Hash] the Rack environment.
+    # @returns [Array] status, headers and body.
+    def call(env)
+      env[STORE] = @store || Jiggler.store
+      route, params = ROUTER.match(env[::Rack::REQUEST_METHOD], env[::Rack::PATH_INFO].to_s.then { |path| path.empty? ? "/" : path })
+      action = Action.new(env, params || {})
+      response = catch(:halt) { route ? run(route, action) : refuse(action) }
+      Headers.finish(response, action)
+    rescue Store::ConnectionError => error
+      Jiggler.logger.error("jiggler web: #{error.message}")
+      [503, {"content-type" => "text/plain; charset=utf-8", "cache-control" => "no-store"}, ["The job store cannot be reached."]]
+    end
+
+    private
+
+    def run(route, action)
+      check_origin!(action) if UNSAFE_METHODS.include?(action.request.request_method)
+      action.instance_exec(&route.block)
+    end
+
+    # A request no route takes: 405 when the path exists for another method, else 404.
+    def refuse(action)
+      allowed = ROUTER.allowed(action.env[::Rack::PATH_INFO].to_s)
+      return action.not_found if allowed.empty?
+      [405, {"content-type" => "text/plain; charset=utf-8", "allow" => allowed.join(", ")}, ["Method Not Allowed"]]
+    end
+
+    # Refuses a state change sent by another site, or without this app's CSRF token.
+    def check_origin!(action)
+      site = action.env["HTTP_SEC_FETCH_SITE"]
+      action.halt(403, "Forbidden: cross-site request (Sec-Fetch-Site: #{site})") if site && site != "same-origin"
+      action.halt(403, "Forbidden: missing or invalid CSRF token; reload the page and try again") unless action.csrf.valid?
+    end
+  end
+end

@@ -1,0 +1,123 @@
+# frozen_string_literal: true
+
+require_relative "router"
+require_relative "stats"
+require_relative "entry"
+require_relative "assets"
+
+module Jiggler
+  class Web
+    # The dashboard's pages and actions, drawn on a Router. Each block runs on an Action. Every state change is a POST,
+    # checked for its CSRF token before its block runs, that ends with a redirect to a page.
+    module Routes
+      # URL names of the sorted sets, and the store's names for them.
+      SETS = {"scheduled" => :scheduled, "retries" => :retry, "dead" => :dead}.freeze
+      PER_PAGE = 25
+
+      # @returns [Router]
+      def self.draw(router = Router.new)
+        pages(router)
+        queue_actions(router)
+        set_pages(router)
+        set_actions(router)
+        router
+      end
+
+      def self.pages(router)
+        router.get("/") { erb(:dashboard, locals: {stats: Stats.new(store)}) }
+        router.get("/stats") { json(Stats.new(store).to_h) }
+        router.get("/busy") { erb(:busy, locals: {stats: Stats.new(store)}) }
+        router.get("/queues") { erb(:queues, locals: {stats: Stats.new(store)}) }
+        router.get("/assets/:file") { Assets.response(route_params["file"]) || not_found }
+        router.get("/queues/:name") do
+          name = route_params["name"]
+          rows = store.queue_entries(name, limit: PER_PAGE + 1, offset: (page - 1) * PER_PAGE)
+          entries = rows.first(PER_PAGE).map { |payload| Entry.new(payload) }
+          state = {size: store.queue_sizes.fetch(name, 0), paused: store.paused_queues.include?(name)}
+          erb(:queue, locals: {name: name, entries: entries, more: rows.size > PER_PAGE, **state})
+        end
+      end
+
+      def self.queue_actions(router)
+        router.post("/queues/:name/pause") do
+          store.pause_queue(route_params["name"])
+          redirect(*Routes.back_to_queue(self))
+        end
+        router.post("/queues/:name/resume") do
+          store.resume_queue(route_params["name"])
+          redirect(*Routes.back_to_queue(self))
+        end
+        router.post("/queues/:name/clear") do
+          store.clear_queue(route_params["name"])
+          redirect("/queues")
+        end
+        router.post("/queues/:name/delete") do
+          store.delete_queue_entry(route_params["name"], param("payload"))
+          redirect("/queues", route_params["name"], page: page)
+        end
+      end
+
+      def self.set_pages(router)
+        router.get("/:set") do
+          set = SETS[route_params["set"]] || not_found
+          filter = param("filter").strip
+          rows = store.set_entries(set, limit: PER_PAGE + 1, offset: (page - 1) * PER_PAGE,
+            filter: (filter unless filter.empty?), reverse: set == :dead)
+          entries = rows.first(PER_PAGE).map { |payload, score| Entry.new(payload, score) }
+          erb(:set, locals: {set: set, filter: filter, entries: entries, more: rows.size > PER_PAGE})
+        end
+        router.get("/:set/:key") do
+          set = SETS[route_params["set"]] || not_found
+          score, jid = Entry.parse_key(route_params["key"]) || not_found
+          entry = Entry.new(store.set_entry(set, score, jid) || not_found, score)
+          erb(:job, locals: {set: set, entry: entry, history: Routes.history(store, jid)})
+        end
+      end
+
+      def self.set_actions(router)
+        router.post("/:set") do
+          set = SETS[route_params["set"]] || not_found
+          entries = Array(url_params["keys"]).filter_map { |key| Entry.parse_key(key) if key.is_a?(String) }
+          case param("do")
+          when "run" then store.enqueue_set_entries(set, entries)
+          when "delete" then store.delete_set_entries(set, entries)
+          when "kill" then (set == :dead) ? halt(400) : store.kill_set_entries(set, entries)
+          else halt(400, "unknown action")
+          end
+          redirect("/#{route_params["set"]}")
+        end
+        router.post("/:set/all") do
+          set = SETS[route_params["set"]] || not_found
+          case param("do")
+          when "run" then Routes.enqueue_all(store, set)
+          when "delete" then store.clear_set(set)
+          else halt(400, "unknown action")
+          end
+          redirect("/#{route_params["set"]}")
+        end
+      end
+      private_class_method :pages, :queue_actions, :set_pages, :set_actions
+
+      # Where a queue action returns: the queue's page when it was sent from there, else the list of queues.
+      # @returns [Array(String)] the path and its segments, for `redirect`.
+      def self.back_to_queue(action)
+        (action.param("from") == "queue") ? ["/queues", action.route_params["name"]] : ["/queues"]
+      end
+
+      # A job's recorded events, on a store that keeps them (SQLite); nil elsewhere.
+      def self.history(store, jid)
+        store.history(jid) if store.respond_to?(:history)
+      rescue Store::ConnectionError
+        nil # an unreadable row elsewhere in the file must not take the job's page down
+      end
+
+      # Moves every entry of a set to its queue, a page at a time, until none is left that can be moved.
+      def self.enqueue_all(store, set)
+        loop do
+          entries = store.set_entries(set, limit: 100).filter_map { |payload, score| Entry.new(payload, score).then { |entry| [score, entry.jid] if entry.jid } }
+          break if entries.empty? || store.enqueue_set_entries(set, entries).zero?
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require "oj"
+require_relative "../payload"
+
+module Jiggler
+  class Web
+    # The numbers the dashboard shows and `/stats` serves: counters, set sizes, queues with their latency and pause
+    # state, and the live processes. Reads the store once per value and keeps the answers.
+    class Stats
+      # @parameter store [Store::Redis | Store::SQLite]
+      def initialize(store)
+        @store = store
+      end
+
+      # @returns [Hash(String, Object)] JSON-ready.
+      def to_h
+        counts = @store.counts.transform_keys(&:to_s)
+        counts.merge("enqueued" => queues.sum { |queue| queue["size"] }, "busy" => busy,
+          "processes" => processes.size, "queues" => queues, "time" => Time.now.to_f)
+      end
+
+      # Every queue that holds jobs or is paused, by name.
+      # @returns [Array(Hash)] name, size, latency (seconds the next job has waited) and paused.
+      def queues
+        @queues ||= begin
+          sizes = @store.queue_sizes
+          paused = @store.paused_queues
+          (sizes.keys | paused).sort.map do |name|
+            {"name" => name, "size" => sizes.fetch(name, 0), "latency" => latency(name), "paused" => paused.include?(name)}
+          end
+        end
+      end
+
+      # The live processes with what they last reported, parsed strictly; unreadable reports are skipped.
+      # @returns [Array([String, Hash])] id and info.
+      def processes
+        @processes ||= @store.processes.filter_map do |id, json|
+          info = Oj.load(json, mode: :strict)
+          [id, info] if info.is_a?(Hash)
+        rescue Oj::ParseError, EncodingError
+          nil
+        end
+      end
+
+      # How many jobs the live processes are running.
+      def busy = processes.sum { |_, info| info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0 }
+
+      private
+
+      def latency(name)
+        payload = @store.queue_entries(name, limit: 1).first
+        enqueued_at = payload && Payload.load(payload)["enqueued_at"]
+        enqueued_at.is_a?(Numeric) ? [Time.now.to_f - enqueued_at, 0.0].max.round(3) : 0.0
+      rescue Payload::MalformedError
+        0.0
+      end
+    end
+  end
+end

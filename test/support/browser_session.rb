@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "tmpdir"
+require "webrick"
+require "rackup/handler/webrick"
+require "jiggler/web"
+
+# Headless Chromium (Debian's `chromium`, driven with Ferrum) on the dashboard, which WEBrick serves on a free
+# loopback port from a thread of the test process, mounted at /jiggler. The app uses `Jiggler.store`, so each test
+# sees its own namespace. One browser and one server serve every test of the process.
+module BrowserSession
+  CHROMIUM = ENV.fetch("JIGGLER_CHROMIUM", "/usr/bin/chromium")
+  SCREENSHOTS = File.expand_path("../../tmp/screenshots", __dir__)
+  MOUNT = "/jiggler"
+  FLAGS = %w[headless no-sandbox disable-gpu no-first-run disable-background-networking disable-component-update
+    disable-sync].to_h { |flag| [flag, nil] }.freeze
+
+  class << self
+    # The browser, started on first use; nil (with the reason in `failure`) when Chromium cannot be started.
+    def browser
+      return @browser if @browser || @failure
+      require "ferrum"
+      raise "#{CHROMIUM} is missing (bin/test installs Debian's chromium package)" unless File.executable?(CHROMIUM)
+      @browser = Ferrum::Browser.new(browser_path: CHROMIUM, headless: true, window_size: [1280, 900], timeout: 15,
+        process_timeout: 30, browser_options: FLAGS.merge("user-data-dir" => Dir.mktmpdir("jiggler-chromium")))
+    rescue => error
+      @failure = "#{error.class}: #{error.message.lines.first&.strip}"
+      nil
+    end
+
+    attr_reader :failure
+
+    # The dashboard's URL, starting the server on first use.
+    def url
+      @url ||= begin
+        server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0, Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
+        server.mount(MOUNT, Rackup::Handler::WEBrick, Jiggler::Web.new)
+        Thread.new { server.start }.name = "jiggler.test.web"
+        @server = server
+        "http://127.0.0.1:#{server.listeners.first.addr[1]}#{MOUNT}"
+      end
+    end
+
+    def stop
+      @browser&.quit
+      @server&.shutdown
+    end
+  end
+
+  def setup
+    super
+    return if BrowserSession.browser
+    message = "Chromium cannot be started: #{BrowserSession.failure}"
+    ENV["CI"] ? flunk(message) : skip(message)
+  end
+
+  def teardown
+    @page&.close
+    super
+  end
+
+  # A fresh tab.
+  def page = @page ||= BrowserSession.browser.create_page
+
+  # Opens a page of the dashboard.
+  def visit(path) = page.go_to("#{BrowserSession.url}#{path}")
+
+  # Waits for a condition that reads the page, which may be between two documents meanwhile.
+  def wait_in_browser(message, timeout: 10)
+    wait_for(timeout: timeout, message: message) do
+      yield
+    rescue Ferrum::Error
+      nil
+    end
+  end
+
+  def text(selector) = page.at_css(selector)&.text.to_s.strip
+
+  # Saves a screenshot of the whole page as tmp/screenshots/NAME.png.
+  def screenshot(name)
+    FileUtils.mkdir_p(SCREENSHOTS)
+    path = File.join(SCREENSHOTS, "#{name}.png")
+    page.screenshot(path: path, full: true)
+    path
+  end
+end
+
+Minitest.after_run { BrowserSession.stop }
