@@ -88,13 +88,18 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
-        limit = (@state == :running) ? @workers.free : 0
+        limit = (@state == :running) ? @workers.free + ahead : 0
         return if limit <= 0 && @acks.empty?
         @pushed = false
         jobs = fetch(limit)
         @workers.assign(jobs) unless jobs.empty?
         @drained = jobs.size < limit
       end
+
+      # Jobs to take beyond the free workers: as many as finished since the last round trip (at most `concurrency`),
+      # so that workers running short jobs find the next one waiting instead of waiting for a round trip, while long
+      # jobs (few finish per round trip) are not held back from other processes.
+      def ahead = [@acks.size, @workers.concurrency].min
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
