@@ -21,8 +21,9 @@ module Jiggler
       include Admin
 
       CHUNK = 1000
+      PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
       SCRIPTS = %w[push fetch fail move kill].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
-      private_constant :CHUNK, :SCRIPTS
+      private_constant :CHUNK, :PUSH_CHUNK, :SCRIPTS
 
       attr_reader :keys
 
@@ -53,7 +54,7 @@ module Jiggler
       # @parameter payloads [Array(String)]
       def push(queue, payloads)
         with do |redis|
-          payloads.each_slice(CHUNK) do |chunk|
+          payloads.each_slice(PUSH_CHUNK) do |chunk|
             SCRIPTS[:push].call(redis, [@keys.queue(queue), @keys.queues], [queue, @keys.wake, *chunk])
           end
         end
