@@ -116,11 +116,7 @@ module Jiggler
 
     # Deletes a job and its events. @returns [Boolean] whether it existed.
     def delete(id)
-      transaction do
-        @db.execute("DELETE FROM events WHERE job_id = ?", [id])
-        @db.execute("DELETE FROM jobs WHERE id = ?", [id])
-        @db.changes == 1
-      end
+      transaction { delete_where("id = ?", [id]) == 1 }
     end
 
     # Closes the file.
@@ -135,8 +131,15 @@ module Jiggler
     end
 
     # Records an event inside the caller's transaction.
-    def add_event(id, event, at: Time.now.to_f)
-      @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
+    def add_event(id, event, at: Time.now.to_f) = add_events([[id, event]], at: at)
+
+    # Deletes the jobs matching an SQL condition, with their events, inside the caller's transaction.
+    # @parameter where [String] a condition on the jobs table, with `?` for each of `values`.
+    # @returns [Integer] how many jobs were deleted.
+    def delete_where(where, values)
+      @db.execute("DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE #{where})", values)
+      @db.execute("DELETE FROM jobs WHERE #{where}", values)
+      @db.changes
     end
 
     # Records events for many jobs in one statement per 300, inside the caller's transaction.

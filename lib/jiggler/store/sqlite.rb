@@ -42,16 +42,14 @@ module Jiggler
       def push(queue, payloads)
         now = Time.now.to_f
         write do |queue_db|
-          payloads.each_slice(CHUNK) { |slice| insert_many(queue_db, queue, now, slice) }
+          insert(queue_db, "queued", payloads.map { |payload| [queue, now, payload] }, "enqueued")
           count(queue_db.db, "pushes", payloads.size)
         end
       end
 
       # Adds jobs to the scheduled set. @parameter entries [Array([Float, String])] run-at time and payload.
       def schedule(entries)
-        write do |queue_db|
-          entries.each { |at, payload| insert(queue_db, "scheduled", queue_of(payload), at, payload, "scheduled") }
-        end
+        write { |queue_db| insert(queue_db, "scheduled", entries.map { |at, payload| [queue_of(payload), at, payload] }, "scheduled") }
       end
 
       # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
@@ -63,7 +61,7 @@ module Jiggler
           fetched = []
           queues.each do |queue|
             break if limit <= 0
-            rows = take(queue_db.db, process, queue, limit, reliable)
+            rows = take(queue_db, process, queue, limit, reliable)
             rows.each { |id, payload| fetched.push("#{id}|#{queue}", payload) }
             limit -= rows.size
           end
@@ -79,7 +77,7 @@ module Jiggler
         write do |queue_db|
           moved = failures.count { |field, set, score, payload| fail_one(queue_db, process, field.to_i, set, score, payload, reliable) }
           count(queue_db.db, "failures", moved)
-          trim_dead(queue_db.db, dead_cutoff, dead_max) if failures.any? { |_, set| set == "dead" }
+          trim_dead(queue_db, dead_cutoff, dead_max) if failures.any? { |_, set| set == "dead" }
           moved
         end
       end
@@ -152,12 +150,12 @@ module Jiggler
       def wait_for_push(timeout)
         @pushes ||= pushes
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-        loop do
-          seen = pushes
-          return (@pushes = seen) && true if seen != @pushes
+        until (seen = pushes) != @pushes
           return false if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
           sleep(PUSH_POLL)
         end
+        @pushes = seen
+        true
       end
 
       def close
@@ -189,15 +187,16 @@ module Jiggler
         raise ConnectionError, "#{@path}: #{error.message}"
       end
 
-      def insert_many(queue_db, queue, now, payloads)
-        rows = queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES " \
-          "#{(["('queued', ?, ?, ?)"] * payloads.size).join(", ")} RETURNING id", payloads.flat_map { |payload| [queue, now, payload] })
-        queue_db.add_events(rows.map { |(id)| [id, {"type" => "enqueued"}] }, at: now)
-      end
-
-      def insert(queue_db, state, queue, at, payload, event)
-        queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [state, queue, at, payload])
-        queue_db.add_event(queue_db.db.last_insert_row_id, {"type" => event}, at: Time.now.to_f)
+      # Adds jobs in one state, CHUNK per statement, each with its first event (if any).
+      # @parameter rows [Array([String, Float, String])] queue, run-at time and payload of each.
+      # @returns [Array(Integer)] the new ids.
+      def insert(queue_db, state, rows, event = nil)
+        rows.each_slice(CHUNK).flat_map do |slice|
+          ids = queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES " \
+            "#{(["(?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id", slice.flat_map { |row| [state, *row] }).map(&:first)
+          queue_db.add_events(ids.map { |id| [id, {"type" => event}] }) if event
+          ids
+        end
       end
 
       def queue_of(payload)
@@ -206,16 +205,15 @@ module Jiggler
         "default" # moved to a queue when due, then to the dead set by the worker that cannot read it
       end
 
-      def take(db, process, queue, limit, reliable)
-        ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
+      def take(queue_db, process, queue, limit, reliable)
+        ids = queue_db.db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
           "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
         return ids if ids.empty?
         marks = (["?"] * ids.size).join(", ")
         if reliable
-          db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
+          queue_db.db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
         else
-          db.execute("DELETE FROM events WHERE job_id IN (#{marks})", ids.map(&:first))
-          db.execute("DELETE FROM jobs WHERE id IN (#{marks})", ids.map(&:first))
+          queue_db.delete_where("id IN (#{marks})", ids.map(&:first))
         end
         ids
       end
@@ -243,8 +241,7 @@ module Jiggler
           return false unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
         else
           # At-most-once jobs left the table when they were fetched.
-          queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, ?, ?, ?)", [set, job["queue"], score, payload])
-          id = queue_db.db.last_insert_row_id
+          id = insert(queue_db, set, [[job["queue"], score, payload]]).first
         end
         queue_db.add_event(id, {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]})
         queue_db.add_event(id, {"type" => "dead"}) if set == "dead"
@@ -265,16 +262,12 @@ module Jiggler
 
       # Finished jobs are kept `done_retention` seconds for their history, then deleted.
       def prune_done(queue_db, now)
-        old = "SELECT id FROM jobs WHERE state = 'done' AND run_at < ?"
-        queue_db.db.execute("DELETE FROM events WHERE job_id IN (#{old})", [now - @done_retention])
-        queue_db.db.execute("DELETE FROM jobs WHERE id IN (#{old})", [now - @done_retention])
+        queue_db.delete_where("state = 'done' AND run_at < ?", [now - @done_retention])
       end
 
-      def trim_dead(db, cutoff, max)
-        doomed = "SELECT id FROM jobs WHERE state = 'dead' AND (run_at < ? OR id NOT IN " \
-          "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))"
-        db.execute("DELETE FROM events WHERE job_id IN (#{doomed})", [cutoff, max])
-        db.execute("DELETE FROM jobs WHERE id IN (#{doomed})", [cutoff, max])
+      def trim_dead(queue_db, cutoff, max)
+        queue_db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
+          "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
       end
 
       def count(db, name, amount)

@@ -58,7 +58,7 @@ module Jiggler
         def delete_set_entries(set, entries)
           write do |queue_db|
             ids = entry_ids(queue_db.db, set, entries)
-            delete_jobs(queue_db.db, "id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
+            queue_db.delete_where("id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
             ids.size
           end
         end
@@ -94,7 +94,7 @@ module Jiggler
           write do |queue_db|
             id = queue_db.db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
               "ORDER BY run_at, id LIMIT 1", [name, payload])
-            delete_jobs(queue_db.db, "id = ?", [id]) if id
+            queue_db.delete_where("id = ?", [id]) if id
             !id.nil?
           end
         end
@@ -124,15 +124,15 @@ module Jiggler
         end
 
         def clear_queue(name)
-          write { |queue_db| delete_jobs(queue_db.db, "state = 'queued' AND queue = ?", [name]) }
+          write { |queue_db| queue_db.delete_where("state = 'queued' AND queue = ?", [name]) }
         end
 
         def clear_all_queues
-          write { |queue_db| delete_jobs(queue_db.db, "state = 'queued'", []) }
+          write { |queue_db| queue_db.delete_where("state = 'queued'", []) }
         end
 
         def clear_set(set)
-          write { |queue_db| delete_jobs(queue_db.db, "state = ?", [set_state(set)]) }
+          write { |queue_db| queue_db.delete_where("state = ?", [set_state(set)]) }
         end
 
         def reset_counter(counter)
@@ -162,11 +162,6 @@ module Jiggler
         end
 
         def entry_ids(db, set, entries) = entry_rows(db, set, entries).map(&:first)
-
-        def delete_jobs(db, where, values)
-          db.execute("DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE #{where})", values)
-          db.execute("DELETE FROM jobs WHERE #{where}", values)
-        end
 
         def set_state(set)
           raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set.to_s)
