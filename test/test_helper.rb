@@ -15,6 +15,7 @@ require_relative "fixtures/jobs"
 # Every test gets fresh settings and a namespace of its own in the shared test Redis.
 module JigglerTest
   include Waiting
+  include Ports
 
   def setup
     super

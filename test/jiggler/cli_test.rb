@@ -59,13 +59,6 @@ describe "jiggler CLI" do
     processes.values.first
   end
 
-  def closed_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
-
   describe "informational flags" do
     it "prints the version with -V and exits 0" do
       status, output = run_cli("-V")
@@ -129,7 +122,7 @@ describe "jiggler CLI" do
     end
 
     it "exits non-zero with one line when Redis is unreachable" do
-      url = "redis://127.0.0.1:#{closed_port}/0"
+      url = "redis://127.0.0.1:#{free_port}/0"
       status, output = run_cli("-r", jobs_file, env: {"REDIS_URL" => url})
       assert_refused status, output, /unreachable/
     end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "socket"
+require_relative "ports"
 require "tmpdir"
 require "fileutils"
 
@@ -16,7 +17,7 @@ class RedisServer
   # @parameter appendonly [Boolean] keep an append-only file (fsync on every write) so data survives a restart.
   def initialize(appendonly: false)
     @dir = Dir.mktmpdir("jiggler-redis")
-    @port = free_port
+    @port = Ports.free_port
     @appendonly = appendonly
   end
 
@@ -59,13 +60,6 @@ class RedisServer
   def running? = !@pid.nil?
 
   private
-
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
 
   def wait_until_ready
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10

@@ -63,15 +63,8 @@ describe Jiggler::Store::Redis do
   end
 
   describe "when Redis is unreachable" do
-    def closed_port
-      server = TCPServer.new("127.0.0.1", 0)
-      server.addr[1]
-    ensure
-      server&.close
-    end
-
     def unreachable_config
-      url = "redis://127.0.0.1:#{closed_port}/0"
+      url = "redis://127.0.0.1:#{free_port}/0"
       Jiggler.configure { |config| config[:redis_url] = url }
     end
 

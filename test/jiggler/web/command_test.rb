@@ -6,13 +6,6 @@ require "socket"
 
 # `jiggler web`: the dashboard served alone by the real executable.
 describe "jiggler web" do
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
-
   def start_web(*args)
     process = ServerProcess.new("web", *args, namespace: @namespace).start
     @servers << process
