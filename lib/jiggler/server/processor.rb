@@ -38,7 +38,7 @@ module Jiggler
       private
 
       def perform(fetched, job)
-        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
         @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
         instance = job_class(job["name"], job["args"].size).new
         instance.jid = job["jid"]
