@@ -88,7 +88,8 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
-        limit = (@state == :running) ? @workers.free + ahead : 0
+        # Free workers can be fewer than none while jobs taken ahead wait; a negative limit would hand tokens back.
+        limit = (@state == :running) ? [@workers.free + ahead, 0].max : 0
         return if limit <= 0 && @acks.empty?
         @pushed = false
         jobs = fetch(limit)

@@ -33,6 +33,16 @@ module FetcherTest
     end
   end
 
+  # Takes a couple of milliseconds, so that workers stay busy while the fetcher keeps jobs ready for them.
+  class Brief
+    include Jiggler::Job
+
+    def perform(value)
+      sleep(0.002)
+      EVENTS << value
+    end
+  end
+
   class Failing
     include Jiggler::Job
 
@@ -47,6 +57,16 @@ module FetcherTest
 
     def fetch(...)
       __getobj__.fetch(...).tap { @fetches = fetches + 1 }
+    end
+  end
+
+  # The real store, noting the first token and the limit of every fetch.
+  class TokenLog < SimpleDelegator
+    def calls = @calls ||= []
+
+    def fetch(process, queues, limit:, token:, **options)
+      calls << [token, limit]
+      __getobj__.fetch(process, queues, limit: limit, token: token, **options)
     end
   end
 end
@@ -86,6 +106,15 @@ describe Jiggler::Server::Fetcher do
     end
     assert_equal (1..20).to_a, FetcherTest::EVENTS.sort
     assert_equal({}, store.queue_sizes)
+  end
+
+  # An in-flight token used twice overwrites the record of the job that had it: that job is then lost.
+  it "never hands out an in-flight token twice, however far ahead of its workers it fetches" do
+    FetcherTest::Brief.enqueue_bulk((1..300).zip)
+    log = FetcherTest::TokenLog.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(concurrency: 10, store: log) { wait_for(message: "300 jobs acknowledged") { settled?(300) } }
+    assert_equal [], log.calls.reject { |_, limit| limit >= 0 }, "no fetch has a negative limit"
+    log.calls.each_cons(2) { |(token, limit), (following, _)| assert_operator following, :>=, token + limit }
   end
 
   it "moves failed jobs out of flight into the retry set" do
