@@ -18,7 +18,11 @@ module Jiggler
         @processor = processor
         @jobs = []
         @idle = []
-        @running = {}
+        # Per worker: the job it runs (nil when idle) and when it started. Updated in place for every job; the Hash
+        # that `current_jobs` returns is built only when asked for.
+        @slots = Array.new(concurrency)
+        @started = Array.new(concurrency)
+        @busy = 0
         @stopping = false
         @tasks = []
       end
@@ -29,7 +33,7 @@ module Jiggler
       def start(parent:, reporter:)
         @reporter = reporter
         @tasks = Array.new(@concurrency) do |index|
-          parent.async(annotation: "jiggler.worker.#{index}") { run(Async::Notification.new) }
+          parent.async(annotation: "jiggler.worker.#{index}") { run(index, Async::Notification.new) }
         end
       end
 
@@ -44,14 +48,22 @@ module Jiggler
       end
 
       # How many more jobs the workers can take without anything waiting.
-      def free = @concurrency - @running.size - @jobs.size
+      def free = @concurrency - @busy - @jobs.size
 
-      # The jobs running now, by in-flight field: queue, payload and start time.
-      # @returns [Hash] a copy, safe to read from another thread.
-      def current_jobs = @running.dup
+      # The jobs running now, by in-flight field: queue, payload and start time (epoch seconds).
+      # @returns [Hash] a new one, safe to read from another thread.
+      def current_jobs
+        @slots.each_with_index.with_object({}) do |(job, index), jobs|
+          run_at = @started[index]
+          # Read from another thread, a worker may move on between the two reads; a job still in its slot after
+          # them started at `run_at` (each Fetched is run once, and its start is written before it).
+          next unless job && @slots[index].equal?(job)
+          jobs[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
+        end
+      end
 
       # The in-flight fields of the jobs assigned to the workers, running or waiting.
-      def assigned_fields = @running.keys + @jobs.map(&:field)
+      def assigned_fields = @slots.compact.map(&:field) + @jobs.map(&:field)
 
       # Takes back the jobs that were assigned but have not started.
       # @returns [Array(Fetched)]
@@ -70,7 +82,7 @@ module Jiggler
         Async::Task.current.with_timeout(timeout) { @tasks.each(&:wait) }
         0
       rescue Async::TimeoutError
-        unfinished = @running.size
+        unfinished = @busy
         @interrupting = true
         @tasks.each(&:stop)
         unfinished
@@ -81,11 +93,11 @@ module Jiggler
 
       private
 
-      def run(wakeup)
+      def run(index, wakeup)
         until @stopping
           job = @jobs.shift
           if job
-            work(job)
+            work(job, index)
           else
             @idle << wakeup
             wakeup.wait
@@ -93,10 +105,13 @@ module Jiggler
         end
       end
 
-      def work(job)
-        @running[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => Time.now.to_f}
+      def work(job, index)
+        @started[index] = Process.clock_gettime(Process::CLOCK_REALTIME)
+        @slots[index] = job
+        @busy += 1
         failure = process(job)
-        @running.delete(job.field)
+        @slots[index] = nil
+        @busy -= 1
         @reporter.done(job, failure)
       end
 

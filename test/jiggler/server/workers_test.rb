@@ -117,6 +117,56 @@ describe Jiggler::Server::Workers do
     end
   end
 
+  it "gives each running job its queue, payload and start time, and forgets it when done" do
+    with_workers(2) do |workers|
+      before = Time.now.to_f
+      workers.assign([Jiggler::Server::Fetched.new("7|mailers", "block")])
+      wait_for(message: "job started") { processor.started == 1 }
+      job = workers.current_jobs.fetch("7|mailers")
+      assert_equal %w[mailers block], job.values_at("queue", "payload")
+      assert_instance_of Float, job["run_at"]
+      assert_includes before..Time.now.to_f, job["run_at"]
+      processor.release
+      wait_for(message: "job done") { reporter.reports.size == 1 }
+      assert_empty workers.current_jobs
+    end
+  end
+
+  it "lists the fields of running and waiting jobs as assigned" do
+    with_workers(1) do |workers|
+      workers.assign(jobs(3, "block"))
+      wait_for(message: "first job started") { processor.started == 1 }
+      assert_equal %w[0|default 1|default 2|default], workers.assigned_fields
+      processor.release
+      wait_for(message: "second job started") { processor.started == 2 }
+      assert_equal %w[1|default 2|default], workers.assigned_fields
+      processor.release(2)
+      wait_for(message: "all done") { reporter.reports.size == 3 }
+      assert_empty workers.assigned_fields
+    end
+  end
+
+  it "lists only whole, running jobs when read from another thread while jobs come and go" do
+    seen = []
+    with_workers(4) do |workers|
+      reader = Thread.new do
+        until reporter.reports.size == 300
+          seen.concat(workers.current_jobs.to_a) if seen.size < 1000
+          Thread.pass
+        end
+      end
+      workers.assign(Array.new(300) { |index| Jiggler::Server::Fetched.new("#{index}|default", "sleep:0.001:#{index}") })
+      wait_for(message: "300 jobs done") { reporter.reports.size == 300 }
+      reader.join
+    end
+    refute_empty seen
+    seen.each do |field, job|
+      assert_equal "sleep:0.001:#{field.split("|").first}", job["payload"]
+      assert_equal "default", job["queue"]
+      assert_instance_of Float, job["run_at"]
+    end
+  end
+
   it "drains the jobs that have not started, and does not run them" do
     with_workers(1) do |workers|
       assigned = jobs(3, "block")
