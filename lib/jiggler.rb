@@ -8,6 +8,7 @@ require_relative "jiggler/payload"
 require_relative "jiggler/store"
 require_relative "jiggler/client"
 require_relative "jiggler/job"
+require_relative "jiggler/result"
 require_relative "jiggler/summary"
 require_relative "jiggler/cleaner"
 require_relative "jiggler/executor"
@@ -42,6 +43,14 @@ module Jiggler
     def summary
       Summary.new(store).to_h
     end
+
+    # Waits for the result of a job whose class sets `result_ttl`, without blocking other fibers.
+    # @parameter jid [String] the id `enqueue` returned.
+    # @parameter timeout [Numeric] seconds to wait at most.
+    # @returns [Object] the job's return value (for a batch item: its batch's).
+    # @raises [JobFailed] when the job died, with its error class and message.
+    # @raises [TimeoutError] when no result came in time.
+    def result(jid, timeout: 5) = Result.wait(store, jid, timeout)
 
     # The client that `Job.enqueue` writes through.
     # @returns [Client]

@@ -2,9 +2,11 @@
 
 require "securerandom"
 require_relative "payload"
+require_relative "batch"
 
 module Jiggler
-  # Turns jobs into payloads and writes them to the store: due jobs to their queue, later ones to the scheduled set.
+  # Turns jobs into payloads and writes them to the store: due jobs to their queue (items of a batch class to their
+  # batch, which becomes a job as soon as it is full), later ones to the scheduled set.
   class Client
     attr_reader :store
 
@@ -16,7 +18,7 @@ module Jiggler
     # Writes jobs of one class, one per argument list, in one go.
     # @parameter name [String] the job class's name.
     # @parameter args_list [Array(Array)] JSON-native arguments, already checked.
-    # @parameter options [Hash] queue:, retries: and retry_queue:.
+    # @parameter options [Hash] queue:, retries:, retry_queue:, and batch_size: and batch_interval: for batch items.
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
     # @returns [Array(String)] the job ids.
     def push(name, args_list, options, at: nil)
@@ -25,11 +27,23 @@ module Jiggler
       jids = job_ids(args_list.size)
       shared = shared_fields(name, options, now, scheduled)
       payloads = args_list.each_with_index.map { |args, index| %({"jid":"#{jids[index]}","args":#{Payload.dump(args)},#{shared}) }
-      scheduled ? @store.schedule(payloads.map { |payload| [at, payload] }) : @store.push(options[:queue], payloads)
+      if scheduled
+        @store.schedule(payloads.map { |payload| [at, payload] })
+      elsif options[:batch_size]
+        add_to_batch(name, payloads, options, now)
+      else
+        @store.push(options[:queue], payloads)
+      end
       jids
     end
 
     private
+
+    def add_to_batch(name, payloads, options, now)
+      size = options[:batch_size]
+      return if @store.add_to_batch(options[:queue], name, payloads, now) < size
+      Batch.form(@store, options[:queue], name, size: size, interval: options[:batch_interval], now: now)
+    end
 
     # Unique ids, 24 hex digits each: 16 random ones shared by the call, then a counter.
     def job_ids(count)

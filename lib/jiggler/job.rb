@@ -14,9 +14,21 @@ module Jiggler
   #   end
   #
   #   SendInvoice.enqueue(42)
+  #
+  # A class with `batch_size` defines `perform_batch(args_list)` instead: its items are enqueued one at a time and
+  # performed together (see Batch). A class with `result_ttl` has its return value kept for `Jiggler.result`.
   module Job
     def self.included(base)
       base.extend(ClassMethods)
+    end
+
+    # The shortest `batch_interval` of the batch classes loaded, or nil when there are none: how often a server
+    # looks for batches that are due.
+    def self.shortest_batch_interval = @shortest_batch_interval
+
+    # Notes a batch class's interval.
+    def self.batching(interval)
+      @shortest_batch_interval = [@shortest_batch_interval, interval].compact.min
     end
 
     # The id of the job being performed, set by the server before `perform`.
@@ -28,17 +40,21 @@ module Jiggler
     # The enqueue API every job class gets.
     module ClassMethods
       # Sets this class's defaults (inherited by subclasses), or reads them with no arguments.
-      # @parameter options [Hash] queue: (String), retries: (Integer >= 0), retry_queue: (String).
+      # @parameter options [Hash] queue: (String), retries: (Integer >= 0), retry_queue: (String), batch_size:
+      #   (Integer, 1 to 10,000), batch_interval: (seconds, default 1.0), result_ttl: (seconds).
       # @returns [Hash] the options in force.
       # @raises [ArgumentError] for an unknown option or a bad value.
       def job_options(**options)
-        @job_options = Options.merge(job_options_in_force, options) unless options.empty?
+        unless options.empty?
+          @job_options = Options.merge(job_options_in_force, options)
+          Job.batching(@job_options[:batch_interval]) if @job_options[:batch_size]
+        end
         job_options_in_force
       end
 
-      # An enqueuer with options that override this class's, for one call or a chain.
+      # An enqueuer with options that override this class's (queue:, retries:, retry_queue:), for one call or a chain.
       # @returns [Enqueuer]
-      def with_options(**options) = Enqueuer.new(self, Options.merge(job_options, options))
+      def with_options(**options) = Enqueuer.new(self, job_options).with_options(**options)
 
       # Enqueues one job. @returns [String] its id.
       def enqueue(*args) = Enqueuer.new(self, job_options).enqueue(*args)

@@ -3,7 +3,8 @@
 require "oj"
 
 module Jiggler
-  # What `Jiggler.summary` returns: counters, set sizes, live processes and the queues that hold jobs.
+  # What `Jiggler.summary` returns: counters, set sizes, live processes, the queues that hold jobs and the batch items
+  # waiting.
   class Summary
     # @parameter store [Store::Redis | Store::SQLite]
     def initialize(store)
@@ -20,11 +21,19 @@ module Jiggler
         "failures_count" => counts[:failures],
         "processed_count" => counts[:processed],
         "processes" => processes,
-        "queues" => @store.queue_sizes
+        "queues" => @store.queue_sizes,
+        "batches" => batches
       }
     end
 
     private
+
+    # Items waiting to be batched, by queue and class.
+    def batches
+      @store.batch_sizes.each_with_object({}) do |(queue, name, count, _oldest), result|
+        (result[queue] ||= {})[name] = count
+      end
+    end
 
     def processes
       @store.processes.each_with_object({}) do |(id, json), result|

@@ -3,6 +3,14 @@
 require "test_helper"
 require "json"
 
+class CleanerBatchJob
+  include Jiggler::Job
+
+  job_options batch_size: 10
+
+  def perform_batch(args_list) = nil
+end
+
 describe Jiggler::Cleaner do
   def cleaner = Jiggler.config.cleaner
 
@@ -13,6 +21,7 @@ describe Jiggler::Cleaner do
     RecordJob.enqueue_bulk([[1], [2]])
     RecordJob.with_options(queue: "mailers").enqueue(3)
     RecordJob.enqueue_in(60, 4)
+    CleanerBatchJob.with_options(queue: "mailers").enqueue(7)
     failures = [["1|default", "retry", Time.now.to_f, payload(5)], ["2|default", "dead", Time.now.to_f, payload(6)]]
     store.fail("proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100)
     store.fetch("proc-1", [], limit: 0, token: 0, acks: %w[1|default 2|default 3|default], reliable: false)
@@ -22,13 +31,13 @@ describe Jiggler::Cleaner do
 
   def empty_summary
     {"retry_jobs_count" => 0, "dead_jobs_count" => 0, "scheduled_jobs_count" => 0, "failures_count" => 0,
-     "processed_count" => 0, "processes" => {}, "queues" => {}}
+     "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}}
   end
 
   it "prunes one queue by positional name" do
     before = fill
     cleaner.prune_queue("mailers")
-    assert_equal before.merge("queues" => {"default" => 2}), Jiggler.summary
+    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}), Jiggler.summary
     assert_empty store.queue_entries("mailers")
   end
 
@@ -50,7 +59,7 @@ describe Jiggler::Cleaner do
   it "prunes all queues only" do
     before = fill
     cleaner.prune_all_queues
-    assert_equal before.merge("queues" => {}), Jiggler.summary
+    assert_equal before.merge("queues" => {}, "batches" => {}), Jiggler.summary
     assert_empty store.queue_entries("default") + store.queue_entries("mailers")
   end
 

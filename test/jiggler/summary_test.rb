@@ -22,7 +22,7 @@ describe "Jiggler.summary" do
 
   it "is all zeros and empty for a fresh namespace" do
     expected = {"retry_jobs_count" => 0, "dead_jobs_count" => 0, "scheduled_jobs_count" => 0, "failures_count" => 0,
-                "processed_count" => 0, "processes" => {}, "queues" => {}}
+                "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}}
     assert_equal expected, Jiggler.summary
   end
 

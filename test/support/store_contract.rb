@@ -19,7 +19,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_push].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_push batches results].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -584,6 +584,72 @@ module StoreContract
     end
   end
 
+  # Batch items and results: the specs, continued.
+  module Specs
+    def describe_batches
+      it "keeps batch items apart from the queues until a batch is formed" do
+        assert_equal 1, subject.add_to_batch("default", "BatchJob", [item(1)], 100.0)
+        assert_equal 3, subject.add_to_batch("default", "BatchJob", [item(2), item(3)], 101.0)
+        subject.add_to_batch("mail", "BatchJob", [item(4)], 102.0)
+        assert_equal({}, subject.queue_sizes)
+        assert_equal [["default", "BatchJob", 3, 100.0], ["mail", "BatchJob", 1, 102.0]], subject.batch_sizes
+        assert_equal [%w[default BatchJob], %w[mail BatchJob]], subject.batch_names
+      end
+
+      it "forms a full batch from the oldest items, in enqueue order, and leaves a partial one until it is due" do
+        subject.add_to_batch("default", "BatchJob", (1..5).map { |n| item(n) }, now)
+        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 0, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        batches = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }
+        assert_equal [[[1], [2]], [[3], [4]]], batches.map { |batch| batch["args"] }
+        assert_equal %w[BatchJob BatchJob], batches.map { |batch| batch["name"] }
+        assert_equal 4, batches.flat_map { |batch| batch["jids"] }.uniq.size
+        assert_equal 1, subject.form_batch("default", "BatchJob", size: 2, due_before: now + 1, now: now)
+        assert_equal 3, subject.queue_sizes["default"]
+        assert_empty subject.batch_sizes
+      end
+
+      it "forms a batch once when two stores race for the same items" do
+        other = build_store
+        subject.add_to_batch("default", "BatchJob", [item(1), item(2)], now)
+        taken = [subject, other].map { |store| store.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now) }
+        assert_equal [2, 0], taken
+        assert_equal({"default" => 1}, subject.queue_sizes)
+      ensure
+        other&.close
+      end
+
+      it "sends an unreadable item to the dead set and batches the rest" do
+        subject.add_to_batch("default", "BatchJob", [item(1), "{not json", item(2)], now)
+        assert_equal 3, subject.form_batch("default", "BatchJob", size: 3, due_before: 0, now: now)
+        assert_equal [[[1], [2]]], subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["args"] }
+        dead = Jiggler::Payload.load(subject.set_entries(:dead).first.first)
+        assert_equal "{not json", dead["raw"]
+      end
+
+      it "clears a queue's batch items with the queue" do
+        subject.add_to_batch("default", "BatchJob", [item(1)], now)
+        subject.add_to_batch("mail", "BatchJob", [item(2)], now)
+        subject.clear_queue("mail")
+        assert_equal [%w[default BatchJob]], subject.batch_names
+        subject.clear_all_queues
+        assert_empty subject.batch_names
+      end
+    end
+
+    def describe_results
+      it "keeps results until they expire" do
+        subject.save_results([["a" * 24, %({"value":1})], ["b" * 24, %({"value":2})]], 60)
+        subject.save_results([["c" * 24, %({"value":3})]], 0.05)
+        assert_equal [%({"value":1}), %({"value":2}), %({"value":3})], %w[a b c].map { |char| subject.result(char * 24) }
+        sleep 0.1
+        assert_nil subject.result("c" * 24)
+        assert_nil subject.result("d" * 24)
+      end
+    end
+  end
+
   # The store under test, built once per test.
   def subject = @subject ||= build_store
 
@@ -599,6 +665,9 @@ module StoreContract
   end
 
   def now = Time.now.to_f
+
+  # A batch item's payload as the client writes it: the jids of one enqueue call rise with the items.
+  def item(value) = job(name: "BatchJob", args: [value], jid: format("%024d", value))
 
   def fetch(queues = ["default"], limit:, token: 0, acks: [], reliable: true, process: PROCESS)
     subject.fetch(process, queues, limit: limit, token: token, acks: acks, reliable: reliable)
@@ -630,5 +699,6 @@ module StoreContract
     fail_jobs([[second, "retry", now + 60, job], [third, "dead", now, job]])
     subject.push("default", [job])
     fetch(limit: 1, token: 3)
+    subject.add_to_batch("default", "BatchJob", [item(1)], now)
   end
 end

@@ -14,7 +14,15 @@ module Jiggler
       end
 
       # Returns a new enqueuer with more options applied on top of these.
-      def with_options(**options) = Enqueuer.new(@job_class, Options.merge(@options, options))
+      # @raises [ArgumentError] for batch_size:, batch_interval: and result_ttl:, which belong to the class (the server
+      #   that performs the job reads them from it).
+      def with_options(**options)
+        fixed = options.keys & Options::OPTIONAL
+        unless fixed.empty?
+          raise ArgumentError, "#{fixed.join(", ")} can only be set with job_options in #{@job_class}, not with_options"
+        end
+        Enqueuer.new(@job_class, Options.merge(@options, options))
+      end
 
       # Enqueues one job now. @returns [String] its id.
       def enqueue(*args) = push([args]).first
@@ -46,6 +54,9 @@ module Jiggler
 
       def push(args_list, at: nil)
         name = @job_class.name or raise ArgumentError, "anonymous classes cannot be jobs: give #{@job_class} a name"
+        if @options[:batch_size] && !@job_class.method_defined?(:perform_batch)
+          raise ArgumentError, "#{name} sets batch_size, so it needs a perform_batch(args_list) method"
+        end
         args_list.each_with_index { |args, index| Payload.check_args!(name, args, list: (args_list.size > 1) ? index : nil) }
         return [] if args_list.empty?
         Jiggler.client.push(name, args_list, @options, at: at)

@@ -7,6 +7,10 @@ module Jiggler
     # The options a job class or a `with_options` call may set, and their checks.
     module Options
       DEFAULTS = {queue: "default", retries: 25, retry_queue: nil}.freeze
+      # Set only by the classes that use them: batching (`perform_batch`) and stored return values.
+      OPTIONAL = %i[batch_size batch_interval result_ttl].freeze
+      BATCH_SIZE_MAX = 10_000
+      BATCH_INTERVAL = 1.0
 
       module_function
 
@@ -14,7 +18,12 @@ module Jiggler
       # @raises [ArgumentError] naming the option and what it accepts.
       def merge(base, changes)
         changes.each { |key, value| check(key, value) }
-        base.merge(changes.to_h { |key, value| [key, value.is_a?(Symbol) ? value.to_s : value] }).freeze
+        merged = base.merge(changes.to_h { |key, value| [key, value.is_a?(Symbol) ? value.to_s : value] })
+        if merged[:batch_interval] && !merged[:batch_size]
+          raise ArgumentError, "batch_interval needs batch_size: job_options batch_size: 100, batch_interval: #{merged[:batch_interval]}"
+        end
+        merged[:batch_interval] ||= BATCH_INTERVAL if merged[:batch_size]
+        merged.freeze
       end
 
       def check(key, value)
@@ -23,8 +32,13 @@ module Jiggler
         when :retry_queue then queue_name!(key, value) unless value.nil?
         when :retries
           raise ArgumentError, "retries must be an Integer >= 0 (got #{value.inspect})" unless value.is_a?(Integer) && value >= 0
+        when :batch_size
+          unless value.is_a?(Integer) && value.between?(1, BATCH_SIZE_MAX)
+            raise ArgumentError, "batch_size must be an Integer from 1 to #{BATCH_SIZE_MAX} (got #{value.inspect})"
+          end
+        when :batch_interval, :result_ttl then seconds!(key, value)
         else
-          raise ArgumentError, "unknown job option #{key.inspect}; known options: #{DEFAULTS.keys.join(", ")}"
+          raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + OPTIONAL).join(", ")}"
         end
       end
 
@@ -32,6 +46,11 @@ module Jiggler
         name = value.is_a?(Symbol) ? value.to_s : value
         return if name.is_a?(String) && Config::Rules::QUEUE_NAME.match?(name)
         raise ArgumentError, "#{key} must be a queue name without spaces, '|' or braces (got #{value.inspect})"
+      end
+
+      def seconds!(key, value)
+        return if value.is_a?(Numeric) && value.to_f.finite? && value.positive?
+        raise ArgumentError, "#{key} must be a number of seconds > 0 (got #{value.inspect})"
       end
     end
   end

@@ -7,7 +7,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 2
+      VERSION = 3
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -34,8 +34,15 @@ module Jiggler
           CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
         SQL
         # The jiggler store's paused queues: servers do not fetch from them.
-        2 => <<~SQL
+        2 => <<~SQL,
           CREATE TABLE paused_queues (queue TEXT PRIMARY KEY);
+        SQL
+        # Batch items (state "batching") name their batch class; finished jobs' return values (`result_ttl`) are kept
+        # until they expire.
+        3 => <<~SQL
+          ALTER TABLE jobs ADD COLUMN batch TEXT;
+          CREATE TABLE results (jid TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
+          CREATE INDEX results_by_expiry ON results (expires_at);
         SQL
       }.freeze
     end

@@ -7,14 +7,15 @@ require_relative "processor"
 require_relative "workers"
 require_relative "fetcher"
 require_relative "scheduler"
+require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
 
 module Jiggler
   module Server
-    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher and scheduler; `quiet` stops
-    # fetching; `stop` lets running jobs finish for up to `timeout` seconds, stops the rest and puts every unfinished
-    # job back in its queue; `kill` skips the wait.
+    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher, scheduler and (when batch
+    # classes are loaded) batcher; `quiet` stops fetching; `stop` lets running jobs finish for up to `timeout` seconds,
+    # stops the rest and puts every unfinished job back in its queue; `kill` skips the wait.
     class Launcher
       # Seconds allowed for the last acknowledgements and the requeue once the workers are done.
       FINISH_TIMEOUT = 4
@@ -30,7 +31,10 @@ module Jiggler
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
-        @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger) if config[:poller_enabled]
+        if config[:poller_enabled]
+          @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
+          @batcher = Batcher.new(store: Store.dedicated(config), longest_wait: config[:poll_interval], logger: logger) if Batcher.needed?
+        end
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
           interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
@@ -45,6 +49,7 @@ module Jiggler
         @workers.start(parent: parent, reporter: @fetcher)
         @fetcher.start(parent: parent)
         @scheduler&.start(parent: parent)
+        @batcher&.start(parent: parent)
         @reaper.start(parent: parent)
         @logger.info(started_message)
       end
@@ -62,6 +67,7 @@ module Jiggler
         @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
         @fetcher.quiet
         @scheduler&.stop
+        @batcher&.stop
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])

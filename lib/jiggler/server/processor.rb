@@ -3,12 +3,15 @@
 require_relative "../error"
 require_relative "../payload"
 require_relative "../job"
+require_relative "../batch"
+require_relative "../result"
 require_relative "failure"
 
 module Jiggler
   module Server
-    # Runs one fetched job: parses its payload, finds its class, checks the arguments fit `perform`, and performs it.
-    # Whatever goes wrong becomes a failure record for the retry or dead set; the server itself never stops for a job.
+    # Runs one fetched job: parses its payload, finds its class, checks the arguments fit `perform` (or
+    # `perform_batch`), performs it, and keeps its result when the class asks for it. Whatever goes wrong becomes a
+    # failure record for the retry or dead set; the server itself never stops for a job.
     class Processor
       # Raised (and recorded on the job) when the payload names a class that is not a loaded Jiggler::Job.
       class UnknownJobError < Error; end
@@ -40,9 +43,11 @@ module Jiggler
       def perform(fetched, job)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
         @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
-        instance = job_class(job["name"], job["args"].size).new
+        klass, method, args, ttl = target(job)
+        instance = klass.new
         instance.jid = job["jid"]
-        instance.perform(*job["args"])
+        value = instance.public_send(method, *args)
+        keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
       rescue Async::Stop => error
@@ -56,24 +61,61 @@ module Jiggler
 
       def failed(fetched, job, error)
         record = Failure.record(fetched.field, job, error, Time.now.to_f)
+        dead = record[1] == "dead"
         @logger.error do
-          "#{(record[1] == "dead") ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
+          "#{dead ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
             "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
         end
+        keep_failure(job) if dead
         record
       end
 
-      def job_class(name, arg_count)
-        klass, arity = @classes[name] ||= resolve(name)
-        return klass if arity.cover?(arg_count)
-        raise ArityError, "wrong number of arguments for #{name}#perform (given #{arg_count}, expected #{describe(arity)})"
+      # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.
+      def keep_failure(job)
+        ttl = @classes.dig(job["name"], 3) or return
+        keep_result(job, ttl) { Result.error(job["error_class"], job["error_message"]) }
+      rescue => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: its error could not be stored as its result: #{error.message}")
+      end
+
+      # The class, its method (perform, or perform_batch for a batch class), the arguments to call it with and its
+      # result_ttl.
+      def target(job)
+        name = job["name"]
+        klass, method, arity, ttl = @classes[name] ||= resolve(name)
+        args = arguments(job, method)
+        count = (method == :perform_batch) ? 1 : args.size
+        return [klass, method, args, ttl] if arity.cover?(count)
+        raise ArityError, "wrong number of arguments for #{name}##{method} (given #{count}, expected #{describe(arity)})"
+      end
+
+      # An item of a batch class that arrives on its own (it was scheduled) is performed as a batch of one.
+      def arguments(job, method)
+        return [Batch.batch?(job) ? job["args"] : [job["args"]]] if method == :perform_batch
+        return job["args"] unless Batch.batch?(job)
+        raise ArityError, "#{job["name"]} got a batch of #{job["args"].size} items but does not set batch_size; " \
+          "add job_options batch_size: and perform_batch(args_list), or retry it once they are back"
+      end
+
+      # Stores a job's result (or its error) for `result_ttl` seconds, under each item's id for a batch. A return
+      # value that cannot be stored is recorded as an error: the job ran, so it is not retried.
+      def keep_result(job, ttl)
+        json = begin
+          yield
+        rescue ArgumentError => error
+          @logger.error("#{job["name"]} jid=#{job["jid"]}: #{error.message}; Jiggler.result raises JobFailed")
+          Result.error(error.class, error.message)
+        end
+        jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
+        Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
       end
 
       def resolve(name)
         klass = constant(name)
         raise UnknownJobError, "#{name} is not a Jiggler::Job" unless klass.is_a?(Class) && klass.include?(Job)
-        raise UnknownJobError, "#{name} has no perform method" unless klass.method_defined?(:perform)
-        [klass, arity(klass.instance_method(:perform))]
+        method = klass.job_options[:batch_size] ? :perform_batch : :perform
+        raise UnknownJobError, "#{name} has no #{method} method" unless klass.method_defined?(method)
+        [klass, method, arity(klass.instance_method(method)), klass.job_options[:result_ttl]]
       end
 
       def constant(name)

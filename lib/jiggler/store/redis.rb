@@ -4,6 +4,7 @@ require_relative "redis/connection"
 require_relative "redis/script"
 require_relative "redis/keys"
 require_relative "redis/admin"
+require_relative "redis/batches"
 require_relative "../payload"
 require_relative "../error"
 require_relative "connection_error"
@@ -19,10 +20,11 @@ module Jiggler
       class ConnectionError < Store::ConnectionError; end
 
       include Admin
+      include Batches
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
-      SCRIPTS = %w[push fetch fail move kill].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push fetch fail move kill batch].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :PUSH_CHUNK, :SCRIPTS
 
       attr_reader :keys

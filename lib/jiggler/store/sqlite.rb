@@ -6,6 +6,7 @@ require_relative "../payload"
 require_relative "../error"
 require_relative "connection_error"
 require_relative "sqlite/admin"
+require_relative "sqlite/batches"
 
 module Jiggler
   module Store
@@ -18,6 +19,7 @@ module Jiggler
       class ConnectionError < Store::ConnectionError; end
 
       include Admin
+      include Batches
 
       CHUNK = 500
       PUSH_POLL = 0.005
@@ -114,6 +116,7 @@ module Jiggler
           due.each { |id, state, payload| enqueue_one(queue_db, id, state, payload, now) }
           count(queue_db.db, "pushes", due.size) if due.any?
           prune_done(queue_db, now)
+          prune_results(queue_db, now)
           due.size
         end
       end
@@ -189,11 +192,12 @@ module Jiggler
 
       # Adds jobs in one state, CHUNK per statement, each with its first event (if any).
       # @parameter rows [Array([String, Float, String])] queue, run-at time and payload of each.
+      # @parameter batch [String | Nil] the batch class, for batch items.
       # @returns [Array(Integer)] the new ids.
-      def insert(queue_db, state, rows, event = nil)
+      def insert(queue_db, state, rows, event = nil, batch: nil)
         rows.each_slice(CHUNK).flat_map do |slice|
-          ids = queue_db.db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES " \
-            "#{(["(?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id", slice.flat_map { |row| [state, *row] }).map(&:first)
+          ids = queue_db.db.execute("INSERT INTO jobs (state, batch, queue, run_at, payload) VALUES " \
+            "#{(["(?, ?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id", slice.flat_map { |row| [state, batch, *row] }).map(&:first)
           queue_db.add_events(ids.map { |id| [id, {"type" => event}] }) if event
           ids
         end
@@ -260,9 +264,9 @@ module Jiggler
         queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = 'default', run_at = ? WHERE id = ?", [now, id])
       end
 
-      # Finished jobs are kept `done_retention` seconds for their history, then deleted.
+      # Finished jobs, and items gone into batches, are kept `done_retention` seconds for their history, then deleted.
       def prune_done(queue_db, now)
-        queue_db.delete_where("state = 'done' AND run_at < ?", [now - @done_retention])
+        queue_db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
       end
 
       def trim_dead(queue_db, cutoff, max)

@@ -115,7 +115,7 @@ module Jiggler
         # @returns [Array(String)] the names of the paused queues, sorted.
         def paused_queues = with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
 
-        # Deletes a queue and its jobs.
+        # Deletes a queue and its jobs, batch items waiting for it included.
         def clear_queue(name)
           with do |redis|
             redis.pipelined do |pipeline|
@@ -123,11 +123,13 @@ module Jiggler
               pipeline.call("SREM", @keys.queues, name)
             end
           end
+          clear_batches(name)
         end
 
-        # Deletes every queue and its jobs.
+        # Deletes every queue and its jobs, batch items included.
         def clear_all_queues
           with { |redis| redis.call("SMEMBERS", @keys.queues) }.each { |name| clear_queue(name) }
+          clear_batches
         end
 
         # Empties the scheduled, retry or dead set.

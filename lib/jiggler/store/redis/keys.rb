@@ -6,7 +6,7 @@ module Jiggler
       # The names of every key in a namespace. All share the hash tag `{namespace}`, so one script may touch any of
       # them on Redis Cluster.
       class Keys
-        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :paused
+        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :paused, :batches
 
         def initialize(namespace)
           @namespace = namespace
@@ -20,6 +20,7 @@ module Jiggler
           @processes = "#{@prefix}processes"
           @wake = "#{@prefix}wake"
           @paused = "#{@prefix}paused"
+          @batches = "#{@prefix}batches"
         end
 
         # The list holding a queue's jobs.
@@ -27,6 +28,12 @@ module Jiggler
 
         # The hash of jobs a process holds in flight.
         def in_flight(process) = "#{@prefix}in_flight:#{process}"
+
+        # The sorted set of a batch's waiting items, scored by enqueue time. `batches` holds the names ("queue|class").
+        def batch(name) = "#{@prefix}batch:#{name}"
+
+        # The key holding a finished job's stored result.
+        def result(jid) = "#{@prefix}result:#{jid}"
 
         # The key holding a live process's description.
         def process(id) = "#{@prefix}process:#{id}"

@@ -123,12 +123,13 @@ module Jiggler
           end
         end
 
+        # Deletes a queue's jobs, batch items waiting for it included.
         def clear_queue(name)
-          write { |queue_db| queue_db.delete_where("state = 'queued' AND queue = ?", [name]) }
+          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching') AND queue = ?", [name]) }
         end
 
         def clear_all_queues
-          write { |queue_db| queue_db.delete_where("state = 'queued'", []) }
+          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching')", []) }
         end
 
         def clear_set(set)
@@ -149,7 +150,7 @@ module Jiggler
         # Deletes all of the store's data, jobs in flight, history and paused queues included.
         def clear_all
           write do |queue_db|
-            %w[events jobs processes paused_queues].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
+            %w[events jobs processes paused_queues results].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
             queue_db.db.execute("DELETE FROM counters WHERE name <> 'pushes'")
           end
         end

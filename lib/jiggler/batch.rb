@@ -1,0 +1,63 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "payload"
+require_relative "server/fetched"
+require_relative "server/failure"
+
+module Jiggler
+  # Batch jobs. Items of a class with `batch_size` are enqueued one at a time like any job, but wait in the store, in
+  # one batch per queue and class, instead of a queue. When `batch_size` items wait, or the oldest has waited
+  # `batch_interval` seconds, they become one ordinary job whose arguments are the items' argument lists and which
+  # `perform_batch` runs: fetched, held in flight, retried and recovered like any job, so a batch is delivered at least
+  # once and retried as a whole.
+  module Batch
+    module_function
+
+    # Builds the job that carries a batch of items.
+    # @parameter queue [String]
+    # @parameter name [String] the job class's name.
+    # @parameter items [Array(String)] the items' payloads, oldest first.
+    # @parameter now [Float] epoch seconds.
+    # @returns [Array] the batch job's payload (nil when no item could be read), and for each item that could not be
+    #   read, [its payload, the dead-set payload recording why] (it goes to the dead set, not into the batch).
+    def build(queue, name, items, now)
+      jobs, unreadable = parse(queue, items, now)
+      return [nil, unreadable] if jobs.empty?
+      first = jobs.first
+      job = {"jid" => SecureRandom.hex(12), "name" => name, "queue" => queue, "retries" => first["retries"],
+             "args" => jobs.map { |item| item["args"] }, "jids" => jobs.map { |item| item["jid"] },
+             "created_at" => first["created_at"], "enqueued_at" => now}
+      job["retry_queue"] = first["retry_queue"] if first["retry_queue"]
+      [Payload.dump(job), unreadable]
+    end
+
+    # Forms the due batches of one queue and class: every full one, then the rest if the oldest item has waited
+    # `interval` seconds.
+    # @parameter store [Store::Redis | Store::SQLite]
+    # @returns [Integer] how many items went into batches.
+    def form(store, queue, name, size:, interval:, now: Time.now.to_f)
+      total = 0
+      loop do
+        taken = store.form_batch(queue, name, size: size, due_before: now - interval, now: now)
+        total += taken
+        return total if taken < size
+      end
+    end
+
+    # Whether a parsed payload is a batch of items rather than one job.
+    def batch?(job) = job["jids"].is_a?(Array)
+
+    def parse(queue, items, now)
+      jobs = []
+      unreadable = []
+      items.each do |item|
+        jobs << Payload.load(item)
+      rescue Payload::MalformedError => error
+        record = Server::Failure.malformed(Server::Fetched.new("|#{queue}", item), error, now)
+        unreadable << [item, record.last]
+      end
+      [jobs, unreadable]
+    end
+  end
+end
