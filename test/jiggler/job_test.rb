@@ -222,6 +222,60 @@ describe Jiggler::Job do
     end
   end
 
+  describe "batch and result options" do
+    def batch_class(**options)
+      Class.new do
+        include Jiggler::Job
+
+        job_options(**options)
+
+        def perform_batch(args_list) = args_list
+      end
+    end
+
+    it "takes batch_size with a default batch_interval of 1 s, and result_ttl" do
+      assert_equal({batch_size: 50, batch_interval: 1.0}, batch_class(batch_size: 50).job_options.slice(:batch_size, :batch_interval))
+      assert_equal 0.25, batch_class(batch_size: 5, batch_interval: 0.25).job_options[:batch_interval]
+      assert_equal 30, batch_class(result_ttl: 30).job_options[:result_ttl]
+    end
+
+    it "refuses bad values, naming the option and what it takes" do
+      [0, -1, 10_001, 2.5, "10", nil].each do |bad|
+        error = assert_raises(ArgumentError, bad.inspect) { batch_class(batch_size: bad) }
+        assert_includes error.message, "batch_size must be an Integer from 1 to 10000"
+      end
+      [0, -1, Float::INFINITY, "1", nil].each do |bad|
+        assert_raises(ArgumentError, bad.inspect) { batch_class(batch_size: 5, batch_interval: bad) }
+        assert_includes assert_raises(ArgumentError) { batch_class(result_ttl: bad) }.message, "result_ttl must be a number of seconds > 0"
+      end
+      assert_includes assert_raises(ArgumentError) { batch_class(batch_interval: 1) }.message, "batch_interval needs batch_size"
+    end
+
+    it "belongs to the class: with_options refuses it" do
+      error = assert_raises(ArgumentError) { batch_class(batch_size: 5).with_options(batch_size: 10) }
+      assert_includes error.message, "batch_size can only be set with job_options"
+      assert_raises(ArgumentError) { JobTest::MailerJob.with_options(queue: "x").with_options(result_ttl: 5) }
+    end
+
+    it "needs perform_batch for a batch class, at enqueue" do
+      klass = Class.new do
+        include Jiggler::Job
+
+        job_options batch_size: 5
+
+        def perform(x) = x
+      end
+      JobTest.const_set(:NoPerformBatch, klass) unless defined?(JobTest::NoPerformBatch)
+      error = assert_raises(ArgumentError) { JobTest::NoPerformBatch.enqueue(1) }
+      assert_includes error.message, "needs a perform_batch(args_list) method"
+    end
+
+    it "notes the shortest batch_interval of the batch classes loaded" do
+      batch_class(batch_size: 5, batch_interval: 0.05)
+      assert_operator Jiggler::Job.shortest_batch_interval, :<=, 0.05
+    end
+  end
+
   describe "refused arguments" do
     it "raise ArgumentError naming the argument and write nothing" do
       error = assert_raises(ArgumentError) { RecordJob.enqueue(1, "ok", :symbol) }

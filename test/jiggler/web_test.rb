@@ -48,6 +48,14 @@ describe Jiggler::Web do
       assert_match %r{>idle</a></td>\s*<td class="num">0</td>\s*<td class="num">0.0 s</td>\s*<td>paused}, body
     end
 
+    it "lists the batch items waiting, by queue and class" do
+      web_store.add_to_batch("mail", "DigestJob", [payload(queue: "mail"), payload(queue: "mail")], Time.now.to_f - 30)
+      get "/queues"
+      assert_match %r{<td>mail</td>\s*<td>DigestJob</td>\s*<td class="num">2</td>\s*<td class="num">3\d s</td>}, body
+      get "/stats"
+      assert_equal [["mail", "DigestJob", 2]], JSON.parse(body)["batches"].map { |batch| batch.values_at("queue", "class", "size") }
+    end
+
     it "pages through a queue's jobs, next to run first" do
       jobs = Array.new(30) { |index| payload(args: [index]) }
       web_store.push("default", jobs)

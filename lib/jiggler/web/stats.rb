@@ -17,7 +17,15 @@ module Jiggler
       def to_h
         counts = @store.counts.transform_keys(&:to_s)
         counts.merge("enqueued" => queues.sum { |queue| queue["size"] }, "busy" => busy,
-          "processes" => processes.size, "queues" => queues, "time" => Time.now.to_f)
+          "processes" => processes.size, "queues" => queues, "batches" => batches, "time" => Time.now.to_f)
+      end
+
+      # The batches with items waiting.
+      # @returns [Array(Hash)] queue, class, size (items waiting) and latency (seconds the oldest has waited).
+      def batches
+        @batches ||= @store.batch_sizes.map do |queue, name, size, oldest|
+          {"queue" => queue, "class" => name, "size" => size, "latency" => [Time.now.to_f - oldest, 0.0].max.round(3)}
+        end
       end
 
       # Every queue that holds jobs or is paused, by name.

@@ -27,6 +27,33 @@ module ProcessorTest
     def perform(error_class) = raise(Object.const_get(error_class), "failed on purpose")
   end
 
+  class Batched
+    include Jiggler::Job
+
+    job_options batch_size: 10, result_ttl: 60
+
+    def perform_batch(args_list)
+      RUNS << [jid, args_list]
+      args_list.sum(&:first)
+    end
+  end
+
+  class Doubled
+    include Jiggler::Job
+
+    job_options result_ttl: 60, retries: 0
+
+    def perform(number) = (number == 0) ? raise(ArgumentError, "zero") : number * 2
+  end
+
+  class Opaque
+    include Jiggler::Job
+
+    job_options result_ttl: 60
+
+    def perform = Object.new
+  end
+
   class Fatal < Exception; end # rubocop:disable Lint/InheritException -- a job may raise anything
 end
 
@@ -103,6 +130,40 @@ describe Jiggler::Server::Processor do
     assert_equal ["1|default", "dead"], record.first(2)
     job = Jiggler::Payload.load(record[3])
     assert_equal ["{not json", "Jiggler::Payload::MalformedError"], job.values_at("raw", "error_class")
+  end
+
+  it "runs a batch with perform_batch and keeps its result under every item's id" do
+    batch = payload("ProcessorTest::Batched", [[1], [2], [3]], "jids" => %w[item-a item-b item-c])
+    assert_nil run_job(batch)
+    assert_equal [["jid-1", [[1], [2], [3]]]], ProcessorTest::RUNS
+    assert_equal [6, 6, 6], %w[item-a item-b item-c].map { |jid| Jiggler.result(jid, timeout: 1) }
+  end
+
+  it "runs an item of a batch class that arrives alone as a batch of one" do
+    assert_nil run_job(payload("ProcessorTest::Batched", [4]))
+    assert_equal [["jid-1", [[4]]]], ProcessorTest::RUNS
+  end
+
+  it "refuses a batch for a class without batch_size" do
+    _, job = run_failing("ProcessorTest::Recorder", [[1], [2]], "jids" => %w[a b])
+    assert_equal "Jiggler::Server::Processor::ArityError", job["error_class"]
+    assert_includes job["error_message"], "got a batch of 2 items but does not set batch_size"
+  end
+
+  it "keeps a result, the error of a job that died, and an error for a value that is not JSON" do
+    assert_nil run_job(payload("ProcessorTest::Doubled", [21], "jid" => "doubled"))
+    assert_equal 42, Jiggler.result("doubled", timeout: 1)
+    record = run_job(payload("ProcessorTest::Doubled", [0], "jid" => "zero", "retries" => 0))
+    assert_equal "dead", record[1]
+    error = assert_raises(Jiggler::JobFailed) { Jiggler.result("zero", timeout: 1) }
+    assert_equal ["ArgumentError", "zero"], [error.error_class, error.message[/zero\z/]]
+    assert_nil run_job(payload("ProcessorTest::Opaque", [], "jid" => "opaque"))
+    assert_match(/not JSON-native/, assert_raises(Jiggler::JobFailed) { Jiggler.result("opaque", timeout: 1) }.message)
+  end
+
+  it "keeps no result for a job that will be retried" do
+    run_failing("ProcessorTest::Doubled", [0], "jid" => "retried", "retries" => 3)
+    assert_raises(Jiggler::TimeoutError) { Jiggler.result("retried", timeout: 0.05) }
   end
 
   it "sends JSON that is not a job to dead" do

@@ -26,6 +26,9 @@ describe "Jiggler::Web on the SQLite store" do
     assert_equal [{"name" => "mail", "size" => 2, "paused" => true}], JSON.parse(body)["queues"].map { |queue| queue.slice("name", "size", "paused") }
     get "/queues"
     assert_match %r{>mail</a></td>\s*<td class="num">2</td>.*paused}m, body
+    web_store.add_to_batch("mail", "DigestJob", [payload(queue: "mail")], Time.now.to_f)
+    get "/queues"
+    assert_match %r{<td>mail</td>\s*<td>DigestJob</td>\s*<td class="num">1</td>}, body
   end
 
   it "shows a dead job with its history, escaped, and retries it" do
