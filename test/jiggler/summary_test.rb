@@ -16,7 +16,7 @@ describe "Jiggler.summary" do
   def ack(count) = store.fetch("proc-1", [], limit: 0, token: 0, acks: Array.new(count) { |n| "#{n}|default" }, reliable: false)
 
   it "has exactly the documented keys" do
-    keys = %w[retry_jobs_count dead_jobs_count scheduled_jobs_count failures_count processed_count processes queues]
+    keys = %w[retry_jobs_count dead_jobs_count scheduled_jobs_count failures_count processed_count processes queues batches]
     assert_equal keys, Jiggler.summary.keys
   end
 
@@ -30,6 +30,13 @@ describe "Jiggler.summary" do
     RecordJob.enqueue_bulk([[1], [2], [3]])
     RecordJob.with_options(queue: "mine").enqueue(4)
     assert_equal({"default" => 3, "mine" => 1}, Jiggler.summary["queues"])
+  end
+
+  it "counts the batch items waiting, by queue and class" do
+    store.add_to_batch("default", "DigestJob", [payload(1), payload(2)], Time.now.to_f)
+    store.add_to_batch("mail", "DigestJob", [payload(3)], Time.now.to_f)
+    assert_equal({"default" => {"DigestJob" => 2}, "mail" => {"DigestJob" => 1}}, Jiggler.summary["batches"])
+    assert_equal({}, Jiggler.summary["queues"])
   end
 
   it "shows only queues that hold jobs" do

@@ -93,8 +93,8 @@ module Jiggler
       def arguments(job, method)
         return [Batch.batch?(job) ? job["args"] : [job["args"]]] if method == :perform_batch
         return job["args"] unless Batch.batch?(job)
-        raise ArityError, "#{job["name"]} got a batch of #{job["args"].size} items but does not set batch_size; " \
-          "add job_options batch_size: and perform_batch(args_list), or retry it once they are back"
+        raise ArityError, "#{job["name"]} got a batch of #{job["args"].size} items but does not set batch_size " \
+          "(was it removed?): give it batch_size and perform_batch(args_list) again to run the batch"
       end
 
       # Stores a job's result (or its error) for `result_ttl` seconds, under each item's id for a batch. A return
