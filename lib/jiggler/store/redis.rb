@@ -24,8 +24,9 @@ module Jiggler
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
+      DUE_CHUNK = 100
       SCRIPTS = %w[push fetch fail move kill batch].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
-      private_constant :CHUNK, :PUSH_CHUNK, :SCRIPTS
+      private_constant :CHUNK, :PUSH_CHUNK, :DUE_CHUNK, :SCRIPTS
 
       attr_reader :keys
 
@@ -132,12 +133,15 @@ module Jiggler
         with { |redis| redis.call("ZREM", @keys.processes, process) == 1 }
       end
 
-      # Moves due scheduled jobs and retries to their queues.
+      # Moves due scheduled jobs and retries to their queues. Both sets are read in one round trip, so an idle check
+      # costs one.
       # @parameter now [Float] epoch seconds.
       # @returns [Integer] how many jobs moved.
       def enqueue_due(now)
-        [[@keys.scheduled, "queue"], [@keys.retry, "retry_queue"]].sum do |set, queue_field|
-          enqueue_due_from(set, queue_field, now)
+        sets = [[@keys.scheduled, "queue"], [@keys.retry, "retry_queue"]]
+        firsts = with { |redis| redis.pipelined { |pipeline| sets.each { |set, _| pipeline.call_v(due_range(set, now)) } } }
+        sets.zip(firsts).sum do |(set, queue_field), members|
+          members.empty? ? 0 : enqueue_due_from(set, queue_field, now, members)
         end
       end
 
@@ -209,15 +213,18 @@ module Jiggler
         subscription
       end
 
-      def enqueue_due_from(set, queue_field, now)
+      # Moves due members of a set, DUE_CHUNK at a time, starting with `members` (the first chunk, already read).
+      def enqueue_due_from(set, queue_field, now, members)
         total = 0
         loop do
-          members = with { |redis| redis.call("ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, 100) }
-          return total if members.empty?
           total += with { |redis| move(redis, set, "set", members.map { |member| due_move(member, queue_field, now) }) }
-          return total if members.size < 100
+          return total if members.size < DUE_CHUNK
+          members = with { |redis| redis.call_v(due_range(set, now)) }
+          return total if members.empty?
         end
       end
+
+      def due_range(set, now) = ["ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, DUE_CHUNK]
 
       def due_move(member, queue_field, now)
         data = Payload.load(member)
