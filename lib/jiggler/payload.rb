@@ -27,13 +27,11 @@ module Jiggler
     # @parameter list [Integer | Nil] the position of `args` in an enqueue_bulk call, for the message.
     # @raises [ArgumentError] naming the first argument that is not.
     def check_args!(job, args, list: nil)
-      args.each_with_index do |arg, index|
-        problem = problem_with(arg)
-        next unless problem
-        where = list ? " in argument list #{list + 1}" : ""
-        raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{arg.inspect[0, 100]}) is not JSON-native: #{problem}. " \
-          "Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these."
-      end
+      problem = nil
+      index = args.index { |arg| problem = problem_with(arg) } or return
+      where = list ? " in argument list #{list + 1}" : ""
+      raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{args[index].inspect[0, 100]}) is not JSON-native: " \
+        "#{problem}. Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these."
     end
 
     # @parameter data [Hash] a payload.
@@ -54,13 +52,13 @@ module Jiggler
       raise MalformedError, "payload is not valid JSON (#{error.message.lines.first&.strip}): #{json.to_s[0, 200].inspect}"
     end
 
-    # Why a value is not JSON-native, or nil when it is.
+    # Why a value is not JSON-native, or nil when it is. (Checked on every enqueue: the commonest types come first.)
     def problem_with(value)
       case value
-      when nil, true, false, Integer then nil
-      when Float then value.finite? ? nil : "#{value} is not a finite number"
       when String then utf8?(value) ? nil : "string is not valid UTF-8"
-      when Array then value.lazy.filter_map { |item| problem_with(item) }.first
+      when Integer, nil, true, false then nil
+      when Float then value.finite? ? nil : "#{value} is not a finite number"
+      when Array then array_problem(value)
       when Hash then hash_problem(value)
       else "#{value.class} is not a JSON type"
       end
@@ -71,6 +69,12 @@ module Jiggler
     def utf8?(string)
       return string.valid_encoding? if string.encoding == Encoding::UTF_8 || string.ascii_only?
       string.encode(Encoding::UTF_8).valid_encoding?
+    end
+
+    def array_problem(array)
+      problem = nil
+      array.any? { |item| problem = problem_with(item) }
+      problem
     end
 
     def hash_problem(hash)

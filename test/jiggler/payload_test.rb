@@ -54,6 +54,12 @@ describe Jiggler::Payload do
       assert_includes refused("x", {"when" => Time.at(0)}).message, "argument 2"
     end
 
+    it "names the first bad argument when there are several" do
+      error = refused(1, [2, [3]], {"a" => :first}, :second)
+      assert_includes error.message, "argument 3"
+      assert_includes error.message, "Symbol"
+    end
+
     it "refuses Hash keys that are not Strings, naming the key" do
       [{a: 1}, {1 => "x"}, {nil => 1}, {"ok" => {sym: 2}}].each do |hash|
         error = refused("first", hash)
