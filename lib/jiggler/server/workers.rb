@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "async/notification"
 require "async/task"
 require_relative "failure"
 
@@ -17,6 +16,8 @@ module Jiggler
         @concurrency = concurrency
         @processor = processor
         @jobs = []
+        # The fibers of idle workers, parked until a job comes: resumed through the scheduler directly, which costs
+        # less per job than a Notification each (no waiter list or signal objects).
         @idle = []
         # Per worker: the job it runs (nil when idle) and when it started. Updated in place for every job; the Hash
         # that `current_jobs` returns is built only when asked for.
@@ -33,7 +34,7 @@ module Jiggler
       def start(parent:, reporter:)
         @reporter = reporter
         @tasks = Array.new(@concurrency) do |index|
-          parent.async(annotation: "jiggler.worker.#{index}") { run(index, Async::Notification.new) }
+          parent.async(annotation: "jiggler.worker.#{index}") { run(index) }
         end
       end
 
@@ -43,7 +44,7 @@ module Jiggler
         @jobs.concat(jobs)
         jobs.size.times do
           idle = @idle.shift or break
-          idle.signal
+          Fiber.scheduler.push(idle)
         end
       end
 
@@ -78,7 +79,7 @@ module Jiggler
       # @asynchronous
       def stop(timeout)
         @stopping = true
-        @idle.each(&:signal).clear
+        @idle.each { |fiber| Fiber.scheduler.push(fiber) }.clear
         Async::Task.current.with_timeout(timeout) { @tasks.each(&:wait) }
         0
       rescue Async::TimeoutError
@@ -93,14 +94,14 @@ module Jiggler
 
       private
 
-      def run(index, wakeup)
+      def run(index)
         until @stopping
           job = @jobs.shift
           if job
             work(job, index)
           else
-            @idle << wakeup
-            wakeup.wait
+            @idle << Fiber.current
+            Fiber.scheduler.transfer
           end
         end
       end
