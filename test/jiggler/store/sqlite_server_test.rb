@@ -177,6 +177,7 @@ describe "jiggler on SQLite" do
       wait_for(message: "ticks and pushes") { recorded("tick:t") > 2 && records.any? { |value, _| value.start_with?("push:p:") } }
 
       locker = SQLite3::Database.new(@path)
+      locker.busy_timeout = 5_000 # the server writes too: wait for its transaction to end before taking the lock
       locker.execute("BEGIN IMMEDIATE")
       locked_at = Time.now.to_f
       sleep 1.5 # holding the lock is the point; nothing is being waited for
