@@ -20,18 +20,15 @@ module Jiggler
         @store = store
         @logger = logger
         interval = [Job.shortest_batch_interval / 2.0, longest_wait].min
-        @periodic = Periodic.new("batcher", interval: interval, logger: logger) { form_due }
+        @periodic = Periodic.new("batcher", interval: interval, logger: logger, closing: @store) { form_due }
       end
 
       # @parameter parent [Async::Task]
       def start(parent:) = @periodic.start(parent: parent)
 
-      # Stops after the check in progress, if any.
+      # Stops after the check in progress, if any, and closes the store.
       # @asynchronous
-      def stop
-        @periodic.stop
-        @store.close
-      end
+      def stop = @periodic.stop
 
       private
 

@@ -13,8 +13,10 @@ module Jiggler
       # @parameter name [String] for the task and the log.
       # @parameter interval [Numeric] seconds between runs.
       # @parameter jitter [Float] each wait is shortened by up to this fraction, so processes drift out of step.
-      def initialize(name, interval:, logger:, jitter: 0.0, &block)
+      # @parameter closing [#close | Nil] what to close once stopped: the loop's own store.
+      def initialize(name, interval:, logger:, jitter: 0.0, closing: nil, &block)
         @name = name
+        @closing = closing
         @interval = interval
         @jitter = jitter
         @block = block
@@ -28,12 +30,13 @@ module Jiggler
         @task = parent.async(annotation: "jiggler.#{@name}") { run }
       end
 
-      # Stops after the run in progress, if any.
+      # Stops after the run in progress, if any, then closes `closing`.
       # @asynchronous
       def stop
         @stopping = true
         @wakeup.signal
         @task&.wait
+        @closing&.close
       end
 
       private

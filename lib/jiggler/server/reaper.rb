@@ -28,17 +28,15 @@ module Jiggler
         @dead_max = config[:dead_max_jobs]
         @logger = logger
         # Jitter keeps the reapers of many processes from checking in step.
-        @periodic = Periodic.new("reaper", interval: config.reaper_interval, logger: logger, jitter: 0.2) { reap }
+        @periodic = Periodic.new("reaper", interval: config.reaper_interval, logger: logger, jitter: 0.2, closing: @store) { reap }
       end
 
       # @parameter parent [Async::Task]
       def start(parent:) = @periodic.start(parent: parent)
 
+      # Stops after the check in progress, if any, and closes the store.
       # @asynchronous
-      def stop
-        @periodic.stop
-        @store.close
-      end
+      def stop = @periodic.stop
 
       # Recovers the jobs of every dead process once.
       # @returns [Integer] how many jobs went back to their queues or to the dead set.

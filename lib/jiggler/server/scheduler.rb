@@ -10,7 +10,7 @@ module Jiggler
       # @parameter interval [Numeric] seconds between checks.
       def initialize(store:, interval:, logger:)
         @store = store
-        @periodic = Periodic.new("scheduler", interval: interval, logger: logger) do
+        @periodic = Periodic.new("scheduler", interval: interval, logger: logger, closing: @store) do
           moved = @store.enqueue_due(Time.now.to_f)
           logger.debug { "scheduler: #{moved} due jobs moved to their queues" } if moved.positive?
         end
@@ -19,12 +19,9 @@ module Jiggler
       # @parameter parent [Async::Task]
       def start(parent:) = @periodic.start(parent: parent)
 
-      # Stops after the check in progress, if any.
+      # Stops after the check in progress, if any, and closes the store.
       # @asynchronous
-      def stop
-        @periodic.stop
-        @store.close
-      end
+      def stop = @periodic.stop
     end
   end
 end
