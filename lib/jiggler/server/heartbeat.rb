@@ -19,6 +19,7 @@ module Jiggler
         @workers = workers
         @interval = interval
         @ttl = ttl
+        @logger = logger
         @outage = Outage.new("heartbeat", logger)
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
@@ -41,12 +42,24 @@ module Jiggler
           @wakeup.signal
         end
         @thread&.join(1) # a beat stuck on an unreachable store is abandoned: the process is exiting
-        @store.unregister(@identity.id) if unregister
+        unregister_now if unregister
       ensure
         @store.close
       end
 
       private
+
+      # Tries twice, since the first use of a connection the store dropped fails; without it, the registration expires
+      # within the TTL anyway, so a failure is only logged.
+      def unregister_now
+        attempts = 0
+        begin
+          @store.unregister(@identity.id)
+        rescue Store::ConnectionError => error
+          retry if (attempts += 1) < 2
+          @logger.warn("heartbeat: could not unregister (#{error.message}); the registration expires within #{@ttl} s")
+        end
+      end
 
       # After a failed beat the next try comes after the back-off, not a whole interval: a registration must not
       # expire because of one dropped connection.

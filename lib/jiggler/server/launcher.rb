@@ -98,15 +98,26 @@ module Jiggler
         false
       end
 
-      # Puts jobs that did not finish back in their queues; returns how many could not be.
+      # Puts jobs that did not finish back in their queues; returns how many could not be. At least once, a lost
+      # connection (the first use of one the store dropped while the process was idle fails) is retried until `finish`
+      # gives up: a requeue moves each job once, however often it runs. A push is not retried, since a push whose
+      # reply was lost would be made twice.
       def return_jobs(unstarted)
         if @config.at_least_once?
-          @store.requeue(@identity.id)
-          @store.in_flight_count(@identity.id)
+          retrying { @store.requeue(@identity.id) }
+          retrying { @store.in_flight_count(@identity.id) }
         else
           unstarted.group_by(&:queue).each { |queue, jobs| @store.push(queue, jobs.map(&:payload)) }
           0
         end
+      end
+
+      def retrying
+        yield
+      rescue Store::ConnectionError => error
+        @logger.warn("stopping: #{error.message}; retrying")
+        Async::Task.current.sleep(0.1)
+        retry
       end
 
       def started_message

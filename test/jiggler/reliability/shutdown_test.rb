@@ -41,6 +41,21 @@ describe "shutdown and quiet" do
     refute_match(/reaper: process/, other.log)
   end
 
+  it "puts its jobs back and exits 0 when Redis dropped its connections just before the TERM" do
+    Reliability::SleepJob.with_options(queue: "long").enqueue_bulk([["a", 60], ["b", 60]])
+    originals = queue_entries("long").sort
+    server = start_reliable("-c", "2", "-t", "1", "-q", "long")
+    wait_for(message: "2 jobs to start") { %w[a b].all? { |value| recorded_count("start:#{value}") == 1 } }
+    killed = redis.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+    assert_operator killed, :>=, 1
+    Jiggler.configure { |config| config[:namespace] = @namespace } # the kill dropped this process's client too: a new one
+
+    status, = terminate(server, timeout: 1 + 5)
+    assert_equal 0, status, "the requeue retries on a new connection:\n#{server.log}"
+    assert_equal originals, queue_entries("long").sort
+    assert_empty in_flight_of(server)
+  end
+
   it "exits within timeout + 5 s when a CPU-bound job cannot be interrupted; another process recovers the job" do
     server = start_reliable("-c", "2", "-t", "1", recovery_timeout: 2)
     Reliability::BusyJob.enqueue("cpu", 8)
