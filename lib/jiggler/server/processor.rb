@@ -43,7 +43,8 @@ module Jiggler
       def perform(fetched, job)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
         @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
-        klass, method, args, ttl = target(job)
+        klass, method, arity, ttl = @classes[job["name"]] ||= resolve(job["name"])
+        args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
         value = instance.public_send(method, *args)
@@ -78,23 +79,18 @@ module Jiggler
         @logger.error("#{job["name"]} jid=#{job["jid"]}: its error could not be stored as its result: #{error.message}")
       end
 
-      # The class, its method (perform, or perform_batch for a batch class), the arguments to call it with and its
-      # result_ttl.
-      def target(job)
-        name = job["name"]
-        klass, method, arity, ttl = @classes[name] ||= resolve(name)
-        args = arguments(job, method)
-        count = (method == :perform_batch) ? 1 : args.size
-        return [klass, method, args, ttl] if arity.cover?(count)
-        raise ArityError, "wrong number of arguments for #{name}##{method} (given #{count}, expected #{describe(arity)})"
-      end
-
+      # The arguments to call `method` (perform, or perform_batch for a batch class) with, checked against its arity.
       # An item of a batch class that arrives on its own (it was scheduled) is performed as a batch of one.
-      def arguments(job, method)
-        return [Batch.batch?(job) ? job["args"] : [job["args"]]] if method == :perform_batch
-        return job["args"] unless Batch.batch?(job)
-        raise ArityError, "#{job["name"]} got a batch of #{job["args"].size} items but does not set batch_size " \
-          "(was it removed?): give it batch_size and perform_batch(args_list) again to run the batch"
+      def arguments(job, method, arity)
+        args = job["args"]
+        if method == :perform_batch
+          args = [Batch.batch?(job) ? args : [args]]
+        elsif Batch.batch?(job)
+          raise ArityError, "#{job["name"]} got a batch of #{args.size} items but does not set batch_size " \
+            "(was it removed?): give it batch_size and perform_batch(args_list) again to run the batch"
+        end
+        return args if arity.cover?(args.size)
+        raise ArityError, "wrong number of arguments for #{job["name"]}##{method} (given #{args.size}, expected #{describe(arity)})"
       end
 
       # Stores a job's result (or its error) for `result_ttl` seconds, under each item's id for a batch. A return
@@ -110,6 +106,7 @@ module Jiggler
         Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
       end
 
+      # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.
       def resolve(name)
         klass = constant(name)
         raise UnknownJobError, "#{name} is not a Jiggler::Job" unless klass.is_a?(Class) && klass.include?(Job)
