@@ -45,9 +45,15 @@ module Jiggler
     # @returns [Hash] with at least "jid", "name" and "args".
     # @raises [MalformedError] when it is not JSON or not a job.
     def load(json)
-      data = Oj.load(json, LOAD_OPTIONS)
+      data = parse(json)
       return data if data.is_a?(Hash) && data["name"].is_a?(String) && data["args"].is_a?(Array) && data["jid"].is_a?(String)
       raise MalformedError, "payload is not a jiggler job (needs jid, name and args): #{json.to_s[0, 200].inspect}"
+    end
+
+    # Parses JSON that jiggler stored (a job, a result), as strictly and exactly as jobs are read.
+    # @raises [MalformedError] when it is not JSON.
+    def parse(json)
+      Oj.load(json, LOAD_OPTIONS)
     rescue Oj::ParseError, EncodingError, TypeError => error
       raise MalformedError, "payload is not valid JSON (#{error.message.lines.first&.strip}): #{json.to_s[0, 200].inspect}"
     end

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "oj"
 require_relative "error"
 require_relative "payload"
 
@@ -46,6 +45,7 @@ module Jiggler
     # @returns [Object] the job's return value.
     # @raises [JobFailed] when the job died.
     # @raises [TimeoutError] when there is no result within `timeout` seconds.
+    # @raises [Payload::MalformedError] when what is stored under the jid is not a result.
     def wait(store, jid, timeout)
       raise ArgumentError, "result needs a job id String (got #{jid.inspect})" unless jid.is_a?(String)
       unless timeout.is_a?(Numeric) && timeout.to_f.finite? && timeout >= 0
@@ -64,9 +64,10 @@ module Jiggler
     end
 
     def decode(jid, json)
-      data = Oj.load(json, mode: :strict, bigdecimal_load: :float)
-      return data["value"] if data.key?("value")
-      raise JobFailed.new(jid, data["error_class"], data["error_message"])
+      data = Payload.parse(json)
+      return data["value"] if data.is_a?(Hash) && data.key?("value")
+      raise JobFailed.new(jid, data["error_class"], data["error_message"]) if data.is_a?(Hash) && data["error_class"]
+      raise Payload::MalformedError, "the stored result of job #{jid} is not jiggler's: #{json[0, 200].inspect}"
     end
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
