@@ -24,7 +24,7 @@ module Jiggler
       # @returns [Array(Hash)] queue, class, size (items waiting) and latency (seconds the oldest has waited).
       def batches
         @batches ||= @store.batch_sizes.map do |queue, name, size, oldest|
-          {"queue" => queue, "class" => name, "size" => size, "latency" => [Time.now.to_f - oldest, 0.0].max.round(3)}
+          {"queue" => queue, "class" => name, "size" => size, "latency" => waited_since(oldest)}
         end
       end
 
@@ -59,10 +59,13 @@ module Jiggler
       def latency(name)
         payload = @store.queue_entries(name, limit: 1).first
         enqueued_at = payload && Payload.load(payload)["enqueued_at"]
-        enqueued_at.is_a?(Numeric) ? [Time.now.to_f - enqueued_at, 0.0].max.round(3) : 0.0
+        enqueued_at.is_a?(Numeric) ? waited_since(enqueued_at) : 0.0
       rescue Payload::MalformedError
         0.0
       end
+
+      # Seconds since an epoch time, never below 0 (another machine's clock may be ahead).
+      def waited_since(epoch) = [Time.now.to_f - epoch, 0.0].max.round(3)
     end
   end
 end
