@@ -19,17 +19,17 @@ module Jiggler
     # @parameter name [String] the job class's name.
     # @parameter items [Array(String)] the items' payloads, oldest first.
     # @parameter now [Float] epoch seconds.
-    # @returns [Array] the batch job's payload (nil when no item could be read), and for each item that could not be
-    #   read, [its payload, the dead-set payload recording why] (it goes to the dead set, not into the batch).
+    # @returns [Array] the batch job's payload and jid (both nil when no item could be read), and for each item that
+    #   could not be read, [its payload, the dead-set payload recording why] (it goes to the dead set, not into the batch).
     def build(queue, name, items, now)
       jobs, unreadable = parse(queue, items, now)
-      return [nil, unreadable] if jobs.empty?
+      return [nil, nil, unreadable] if jobs.empty?
       first = jobs.first
       job = {"jid" => SecureRandom.hex(12), "name" => name, "queue" => queue, "retries" => first["retries"],
              "args" => jobs.map { |item| item["args"] }, "jids" => jobs.map { |item| item["jid"] },
              "created_at" => first["created_at"], "enqueued_at" => now}
       job["retry_queue"] = first["retry_queue"] if first["retry_queue"]
-      [Payload.dump(job), unreadable]
+      [Payload.dump(job), job["jid"], unreadable]
     end
 
     # Forms the due batches of one queue and class: every full one, then the rest if the oldest item has waited

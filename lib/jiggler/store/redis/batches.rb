@@ -36,7 +36,7 @@ module Jiggler
           entries = with { |redis| redis.call("ZRANGE", @keys.batch(batch), 0, size - 1, "WITHSCORES") }
           return 0 if entries.empty? || (entries.size < size && entries.first.last >= due_before)
           items = entries.map(&:first)
-          payload, unreadable = Batch.build(queue, name, items, now)
+          payload, _jid, unreadable = Batch.build(queue, name, items, now)
           keys = [@keys.batch(batch), @keys.batches, @keys.queues, @keys.queue(queue), @keys.dead]
           argv = [batch, queue, @keys.wake, payload.to_s, now, items.size, *items, *unreadable.map(&:last)]
           with { |redis| SCRIPTS[:batch].call(redis, keys, argv) }

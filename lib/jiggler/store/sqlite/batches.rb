@@ -24,8 +24,7 @@ module Jiggler
             rows = queue_db.db.execute("SELECT id, payload, run_at FROM jobs WHERE state = 'batching' AND queue = ? " \
               "AND batch = ? ORDER BY run_at, id LIMIT ?", [queue, name, size])
             next 0 if rows.empty? || (rows.size < size && rows.first.last >= due_before)
-            payload, unreadable = Batch.build(queue, name, rows.map { |_, item| item }, now)
-            batch_items(queue_db, queue, rows, payload, unreadable, now)
+            batch_items(queue_db, queue, rows, *Batch.build(queue, name, rows.map { |_, item| item }, now), now)
             rows.size
           end
         end
@@ -58,13 +57,13 @@ module Jiggler
 
         private
 
-        def batch_items(queue_db, queue, rows, payload, unreadable, now)
+        def batch_items(queue_db, queue, rows, payload, jid, unreadable, now)
           dead = unreadable.to_h
           ids = rows.filter_map { |id, item, _| id unless dead.key?(item) }
           if payload
             batch_id = insert(queue_db, "queued", [[queue, now, payload]], "enqueued").first
             queue_db.db.execute("UPDATE jobs SET state = 'batched', run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")})", [now, *ids])
-            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => Payload.load(payload)["jid"]}] }, at: now)
+            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => jid}] }, at: now)
             queue_db.add_event(batch_id, {"type" => "batch", "items" => ids.size}, at: now)
             count(queue_db.db, "pushes", 1)
           end
