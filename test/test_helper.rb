@@ -8,6 +8,7 @@ require "jiggler"
 require_relative "support/redis_server"
 require_relative "support/waiting"
 require_relative "support/server_process"
+require_relative "support/watchdog"
 
 ENV["REDIS_URL"] = RedisServer.instance.url
 require_relative "fixtures/jobs"
@@ -52,3 +53,4 @@ module JigglerTest
 end
 
 Minitest::Test.include(JigglerTest)
+Minitest::Test.prepend(Watchdog)

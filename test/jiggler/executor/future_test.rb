@@ -32,11 +32,13 @@ describe Jiggler::Executor::Future do
   end
 
   it "wakes every thread waiting on it" do
+    # `let` is not thread-safe: build the future here, so the waiters cannot each build their own.
+    shared = future
     waiting = Thread::Queue.new
-    waiters = Array.new(3) { Thread.new { waiting << true && future.get } }
+    waiters = Array.new(3) { Thread.new { waiting << true && shared.get } }
     3.times { waiting.pop }
     wait_for(timeout: 5, message: "the waiters to sleep") { waiters.all? { |thread| thread.status == "sleep" } }
-    future.resolve(:done)
+    shared.resolve(:done)
 
     assert_equal [:done] * 3, waiters.map(&:value)
   end
