@@ -27,7 +27,7 @@ module Jiggler
       mode: :at_least_once,
       stats_interval: 5,
       poller_enabled: true,
-      poll_interval: 1,
+      poll_interval: 5,
       dead_max_jobs: 10_000,
       dead_timeout: 180 * 24 * 60 * 60,
       recovery_timeout: 15,

@@ -53,7 +53,7 @@ describe Jiggler::Config do
       assert_equal [["default", 0]], config[:queues]
       assert_equal ["default"], config.queue_names
       assert_equal "jiggler", config[:namespace]
-      assert_equal [false, nil, true], [config[:client_async], config[:client_redis_pool], config[:poller_enabled]]
+      assert_equal [false, nil, true, 5], [config[:client_async], config[:client_redis_pool], config[:poller_enabled], config[:poll_interval]]
     end
 
     it "delivers at least once, keeps 10 000 dead jobs for six months and loads nothing by default" do

@@ -19,7 +19,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_push batches results].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -280,6 +280,16 @@ module StoreContract
         assert_equal({"default" => 1}, subject.queue_sizes)
       end
 
+      it "tells when the earliest scheduled job or retry is due" do
+        assert_nil subject.next_due
+        subject.schedule([[now + 60, job], [now + 30, job]])
+        assert_in_delta now + 30, subject.next_due, 0.01
+        fail_jobs([["1|a", "retry", now + 10, job]], reliable: false)
+        assert_in_delta now + 10, subject.next_due, 0.01
+        subject.enqueue_due(now + 20)
+        assert_in_delta now + 30, subject.next_due, 0.01
+      end
+
       it "does not let a malformed entry block the due jobs" do
         good = job(queue: "mail")
         subject.schedule([[now - 2, "not json"], [now - 1, good]])
@@ -421,13 +431,13 @@ module StoreContract
       it "wakes a waiting server when a queue is resumed" do
         subject.push("mail", [job(queue: "mail")])
         subject.pause_queue("mail")
-        subject.wait_for_push(0.05) # starts listening
-        waiter = Thread.new { subject.wait_for_push(5) }
+        subject.wait_for_wake(0.05) # starts listening
+        waiter = Thread.new { subject.wait_for_wake(5) }
         wait_for(message: "the waiter to wake") do
           subject.resume_queue("mail")
           !waiter.alive?
         end
-        assert_equal true, waiter.value
+        assert_equal :queues, waiter.value
       end
 
       it "pages through a queue, next to run first" do
@@ -560,26 +570,37 @@ module StoreContract
       end
     end
 
-    def describe_wait_for_push
+    def describe_wait_for_wake
       it "wakes a waiter when a job is pushed to an empty queue" do
-        subject.wait_for_push(0.05) # starts listening
-        waiter = Thread.new { subject.wait_for_push(5) }
+        subject.wait_for_wake(0.05) # starts listening
+        waiter = Thread.new { subject.wait_for_wake(5) }
         subject.push("default", [job])
-        assert_equal true, waiter.value
+        assert_equal :queues, waiter.value
       end
 
       it "waits on its first call until a push comes" do
         store = subject # built here: memoizing it inside the thread too would race
-        waiter = Thread.new { store.wait_for_push(5) }
+        waiter = Thread.new { store.wait_for_wake(5) }
         wait_for(message: "the waiter to wake") do
           subject.push("q#{SecureRandom.hex(4)}", [job]) # each to an empty queue
           !waiter.alive?
         end
-        assert_equal true, waiter.value
+        assert_equal :queues, waiter.value
       end
 
-      it "returns false when nothing is pushed before the timeout" do
-        assert_equal false, subject.wait_for_push(0.2)
+      it "returns nil when nothing is announced before the timeout" do
+        assert_nil subject.wait_for_wake(0.2)
+      end
+
+      it "wakes a waiter when a job is scheduled sooner than every other, and only then" do
+        subject.schedule([[now + 60, job]])
+        subject.wait_for_wake(0.05) # starts listening
+        subject.schedule([[now + 120, job], [now + 90, job]])
+        assert_nil subject.wait_for_wake(0.2), "a job due later than the earliest is not announced"
+
+        waiter = Thread.new { subject.wait_for_wake(5) }
+        subject.schedule([[now + 120, job], [now + 30, job]])
+        assert_equal :schedule, waiter.value
       end
     end
   end

@@ -10,10 +10,10 @@ module Jiggler
   module Server
     # Keeps the workers fed: each round trip acknowledges the jobs that finished since the last one and takes as many
     # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
-    # waits for a push to be announced (or polls every IDLE_POLL seconds), so an idle server costs almost nothing.
+    # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
+    # missed), so an idle server costs almost nothing.
     class Fetcher
-      IDLE_POLL = 2.0
-      WAKE_TIMEOUT = 1.0
+      IDLE_POLL = 5.0
       MAX_ACKS = 1000
 
       # @parameter store [Store::Redis | Store::SQLite] a store for this fetcher alone.
@@ -38,11 +38,15 @@ module Jiggler
         @pushed = true
       end
 
-      # Starts fetching, and listening for pushes.
       # @parameter parent [Async::Task]
       def start(parent:)
         @task = parent.async(annotation: "jiggler.fetcher") { run }
-        @listener = parent.async(annotation: "jiggler.fetcher.listener") { listen }
+      end
+
+      # Looks at the queues again: a job was pushed to one that was empty.
+      def pushed
+        @pushed = true
+        @changed.signal
       end
 
       # Records a finished job, to be acknowledged (or moved to retry or dead) with the next round trip.
@@ -65,7 +69,6 @@ module Jiggler
         @state = :stopped
         @changed.signal
         @task&.wait
-        @listener&.stop
         flush(timeout)
       end
 
@@ -138,20 +141,6 @@ module Jiggler
         @state == :running && @workers.free.positive? && (@pushed || !@drained)
       end
 
-      def listen
-        outage = Outage.new("fetcher listener", @logger)
-        loop do
-          break if @state == :stopped
-          if @store.wait_for_push(WAKE_TIMEOUT)
-            @pushed = true
-            @changed.signal
-          end
-          outage.recovered
-        rescue => error
-          pause(outage.failed(error))
-        end
-      end
-
       def flush(timeout)
         deadline = now + timeout
         loop do
@@ -164,7 +153,9 @@ module Jiggler
         pending
       end
 
+      # A stop that came while a round trip was under way signalled no one: it must not wait out a whole poll.
       def wait(seconds)
+        return if @state == :stopped
         Async::Task.current.with_timeout(seconds) { @changed.wait }
       rescue Async::TimeoutError
         nil

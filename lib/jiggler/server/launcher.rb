@@ -6,6 +6,7 @@ require_relative "identity"
 require_relative "processor"
 require_relative "workers"
 require_relative "fetcher"
+require_relative "listener"
 require_relative "scheduler"
 require_relative "batcher"
 require_relative "heartbeat"
@@ -13,7 +14,7 @@ require_relative "reaper"
 
 module Jiggler
   module Server
-    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher, scheduler and (when batch
+    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher, listener, scheduler and (when batch
     # classes are loaded) batcher; `quiet` stops fetching; `stop` lets running jobs finish for up to `timeout` seconds,
     # stops the rest and puts every unfinished job back in its queue; `kill` skips the wait.
     class Launcher
@@ -35,6 +36,7 @@ module Jiggler
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = Batcher.new(store: Store.dedicated(config), longest_wait: config[:poll_interval], logger: logger) if Batcher.needed?
         end
+        @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
           interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
@@ -48,6 +50,7 @@ module Jiggler
         @heartbeat.start
         @workers.start(parent: parent, reporter: @fetcher)
         @fetcher.start(parent: parent)
+        @listener.start(parent: parent)
         @scheduler&.start(parent: parent)
         @batcher&.start(parent: parent)
         @reaper.start(parent: parent)
@@ -66,6 +69,7 @@ module Jiggler
       def stop
         @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
         @fetcher.quiet
+        @listener.stop
         @scheduler&.stop
         @batcher&.stop
         @reaper.stop

@@ -8,26 +8,39 @@ require_relative "outage"
 module Jiggler
   module Server
     # Runs a block every `interval` seconds (start to start) in a task of its own, until stopped. A failing run is
-    # logged once per outage and retried with back-off; `stop` cuts the wait short.
+    # logged once per outage and retried with back-off; `wake` runs it again at once, `stop` cuts the wait short.
     class Periodic
+      # The shortest wait between runs, so that a block asking to run again at once cannot spin.
+      MIN_WAIT = 0.01
+
       # @parameter name [String] for the task and the log.
       # @parameter interval [Numeric] seconds between runs.
       # @parameter jitter [Float] each wait is shortened by up to this fraction, so processes drift out of step.
       # @parameter closing [#close | Nil] what to close once stopped: the loop's own store.
-      def initialize(name, interval:, logger:, jitter: 0.0, closing: nil, &block)
+      # @parameter sooner [Boolean] the block returns the seconds until it should run again (or nil), and the loop
+      #   waits that long when it is shorter than the interval.
+      def initialize(name, interval:, logger:, jitter: 0.0, closing: nil, sooner: false, &block)
         @name = name
         @closing = closing
         @interval = interval
         @jitter = jitter
+        @sooner = sooner
         @block = block
         @outage = Outage.new(name, logger)
         @wakeup = Async::Notification.new
+        @woken = false
         @stopping = false
       end
 
       # @parameter parent [Async::Task]
       def start(parent:)
         @task = parent.async(annotation: "jiggler.#{@name}") { run }
+      end
+
+      # Runs the block again now, or as soon as the run in progress ends.
+      def wake
+        @woken = true
+        @wakeup.signal
       end
 
       # Stops after the run in progress, if any, then closes `closing`.
@@ -44,23 +57,29 @@ module Jiggler
       def run
         loop do
           started = Async::Clock.now
-          delay = tick
+          @woken = false # a wake during the run below is kept, and cuts the next wait short
+          back_off, sooner = tick
           break if @stopping
-          wait(delay || (started + @interval * (1 - rand * @jitter) - Async::Clock.now))
+          wait(back_off || next_wait(started, sooner))
         end
       end
 
-      # @returns [Float | Nil] a back-off delay after a failure.
+      # @returns [Array(Float | Nil, Numeric | Nil)] a back-off delay after a failure, and the block's own wait.
       def tick
-        @block.call
+        result = @block.call
         @outage.recovered
-        nil
+        [nil, (result if @sooner)]
       rescue => error
-        @outage.failed(error)
+        [@outage.failed(error), nil]
+      end
+
+      def next_wait(started, sooner)
+        planned = started + @interval * (1 - rand * @jitter) - Async::Clock.now
+        sooner ? [sooner, planned].min.clamp(MIN_WAIT..) : planned
       end
 
       def wait(seconds)
-        return if seconds <= 0 || @stopping
+        return if seconds <= 0 || @stopping || @woken
         Async::Task.current.with_timeout(seconds) { @wakeup.wait }
       rescue Async::TimeoutError
         nil

@@ -25,7 +25,7 @@ module Jiggler
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
       DUE_CHUNK = 100
-      SCRIPTS = %w[push fetch fail move kill batch].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push schedule fetch fail move kill batch].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :PUSH_CHUNK, :DUE_CHUNK, :SCRIPTS
 
       attr_reader :keys
@@ -63,11 +63,13 @@ module Jiggler
         end
       end
 
-      # Adds jobs to the scheduled set.
+      # Adds jobs to the scheduled set, announcing them to idle schedulers when one is due sooner than the others.
       # @parameter entries [Array([Float, String])] pairs of run-at time (epoch seconds) and payload.
       def schedule(entries)
         with do |redis|
-          entries.each_slice(CHUNK) { |chunk| redis.call_v(["ZADD", @keys.scheduled, *chunk.flatten(1)]) }
+          entries.each_slice(CHUNK) do |chunk|
+            SCRIPTS[:schedule].call(redis, [@keys.scheduled], [@keys.schedule_wake, chunk.map(&:first).min, *chunk.flatten(1)])
+          end
         end
       end
 
@@ -133,6 +135,14 @@ module Jiggler
         with { |redis| redis.call("ZREM", @keys.processes, process) == 1 }
       end
 
+      # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
+      def next_due
+        firsts = with do |redis|
+          redis.pipelined { |pipeline| [@keys.scheduled, @keys.retry].each { |set| pipeline.call("ZRANGE", set, 0, 0, "WITHSCORES") } }
+        end
+        firsts.filter_map { |first| first.first&.last&.to_f }.min
+      end
+
       # Moves due scheduled jobs and retries to their queues. Both sets are read in one round trip, so an idle check
       # costs one.
       # @parameter now [Float] epoch seconds.
@@ -168,18 +178,19 @@ module Jiggler
         end
       end
 
-      # Waits until a job is pushed to an empty queue, or the timeout passes.
-      # @returns [Boolean] whether a push was seen.
+      # Waits for an announcement: a job pushed to an empty queue, or a job scheduled sooner than the others.
+      # @returns [Symbol | Nil] :queues, :schedule, :any (announcements may have been missed while the subscription
+      #   was lost: look at both), or nil when the timeout passed.
       # @asynchronous
-      def wait_for_push(timeout)
+      def wait_for_wake(timeout)
         unless @subscription
           @subscription = subscribe
-          # Pushes made while the subscription was lost were missed: have the caller look at the queues.
-          return true if @resubscribing
+          return :any if @resubscribing
           @resubscribing = true
         end
-        event = @subscription.next_event(timeout)
-        event&.first == "message"
+        kind, channel, = @subscription.next_event(timeout)
+        return unless kind == "message"
+        (channel == @keys.schedule_wake) ? :schedule : :queues
       rescue ::RedisClient::Error, IOError => error
         @subscription&.close
         @subscription = nil
@@ -208,8 +219,8 @@ module Jiggler
       def subscribe
         raise ConnectionError, "no Redis config to subscribe with" unless @config
         subscription = @config.new_client.pubsub
-        subscription.call("SUBSCRIBE", @keys.wake)
-        subscription.next_event(Connection::TIMEOUTS[:read_timeout]) # the confirmation, not a push
+        subscription.call("SUBSCRIBE", @keys.wake, @keys.schedule_wake)
+        2.times { subscription.next_event(Connection::TIMEOUTS[:read_timeout]) } # the confirmations, not announcements
         subscription
       end
 

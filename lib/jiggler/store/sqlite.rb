@@ -23,7 +23,8 @@ module Jiggler
 
       CHUNK = 500
       PUSH_POLL = 0.005
-      private_constant :CHUNK, :PUSH_POLL
+      ANNOUNCED_BY = {"pushes" => :queues, "schedules" => :schedule}.freeze
+      private_constant :CHUNK, :PUSH_POLL, :ANNOUNCED_BY
 
       # @parameter path [String] the database file.
       # @parameter synchronous [String] "normal" or "full".
@@ -49,9 +50,14 @@ module Jiggler
         end
       end
 
-      # Adds jobs to the scheduled set. @parameter entries [Array([Float, String])] run-at time and payload.
+      # Adds jobs to the scheduled set, announcing them to idle schedulers when one is due sooner than the others.
+      # @parameter entries [Array([Float, String])] run-at time and payload.
       def schedule(entries)
-        write { |queue_db| insert(queue_db, "scheduled", entries.map { |at, payload| [queue_of(payload), at, payload] }, "scheduled") }
+        write do |queue_db|
+          earliest = earliest_due(queue_db.db)
+          insert(queue_db, "scheduled", entries.map { |at, payload| [queue_of(payload), at, payload] }, "scheduled")
+          count(queue_db.db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
+        end
       end
 
       # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
@@ -109,6 +115,9 @@ module Jiggler
         with { |db| db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
       end
 
+      # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
+      def next_due = with { |db| earliest_due(db) }
+
       # Moves due scheduled jobs and retries to their queues. @returns [Integer] how many moved.
       def enqueue_due(now)
         write do |queue_db|
@@ -148,17 +157,19 @@ module Jiggler
         end
       end
 
-      # Waits until a job is pushed (by any process), or the timeout passes. @returns [Boolean]
+      # Waits for an announcement by any process: a job pushed, or a job scheduled sooner than the others.
+      # @returns [Symbol | Nil] :queues, :schedule, :any (both), or nil when the timeout passed.
       # @asynchronous
-      def wait_for_push(timeout)
-        @pushes ||= pushes
+      def wait_for_wake(timeout)
+        @announced ||= announcements
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-        until (seen = pushes) != @pushes
-          return false if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
+        until (seen = announcements) != @announced
+          return if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
           sleep(PUSH_POLL)
         end
-        @pushes = seen
-        true
+        changed = seen.keys.reject { |name| seen[name] == @announced[name] }
+        @announced = seen
+        (changed.size == 2) ? :any : ANNOUNCED_BY.fetch(changed.first)
       end
 
       def close
@@ -278,8 +289,13 @@ module Jiggler
         db.execute("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
       end
 
-      # How many pushes there have been; changes tell idle fetchers to look.
-      def pushes = with { |db| db.get_first_value("SELECT value FROM counters WHERE name = 'pushes'").to_i }
+      # How many pushes and announced schedules there have been; changes wake idle fetchers and schedulers.
+      def announcements
+        counts = with { |db| db.execute("SELECT name, value FROM counters WHERE name IN ('pushes', 'schedules')").to_h }
+        {"pushes" => counts["pushes"].to_i, "schedules" => counts["schedules"].to_i}
+      end
+
+      def earliest_due(db) = db.get_first_value("SELECT min(run_at) FROM jobs WHERE state IN ('scheduled', 'retry')")
     end
   end
 end

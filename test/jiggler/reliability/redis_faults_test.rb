@@ -10,7 +10,7 @@ require_relative "helper"
 # jobs' record stays on the suite's shared Redis.
 module RedisFaultsTest
   # The server's background loops, as they name themselves in the log.
-  LOOPS = ["fetcher", "fetcher listener", "scheduler", "reaper", "heartbeat"].freeze
+  LOOPS = ["fetcher", "listener", "scheduler", "reaper", "heartbeat"].freeze
 end
 
 describe "Redis faults" do
@@ -84,7 +84,7 @@ describe "Redis faults" do
     puts format("\nCLIENT KILL TYPE normal: a job enqueued after it ran in %.2f s", took)
     assert_operator took, :<, 1, "a job enqueued after the connections were cut should run within about a second"
 
-    expected = RedisFaultsTest::LOOPS.to_h { |name| [name, (name == "fetcher listener") ? [0, 0] : [1, 1]] }
+    expected = RedisFaultsTest::LOOPS.to_h { |name| [name, (name == "listener") ? [0, 0] : [1, 1]] }
     wait_for(timeout: 8, message: "every loop to meet its cut connection and recover: #{expected}") do
       incidents(server) == expected
     end
@@ -106,7 +106,7 @@ describe "Redis faults" do
     assert_operator took.max, :<, 1, "a push missed while the subscription was down should not wait for the 2 s poll"
     assert server.running?
     listener = wait_for(message: "the listener to log that it works again") do
-      failed, recovered = incidents(server)["fetcher listener"]
+      failed, recovered = incidents(server)["listener"]
       failed if failed == recovered && failed >= 1
     end
     assert_operator listener, :<=, 2, "the listener logs each cut subscription once at most"

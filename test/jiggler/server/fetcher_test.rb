@@ -7,6 +7,7 @@ require "delegate"
 require "jiggler/server/processor"
 require "jiggler/server/workers"
 require "jiggler/server/fetcher"
+require "jiggler/server/listener"
 
 # Jobs for the fetcher tests; what they do is recorded in EVENTS.
 module FetcherTest
@@ -88,8 +89,11 @@ describe Jiggler::Server::Fetcher do
       fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config, workers: workers, logger: Jiggler.logger)
       workers.start(parent: task, reporter: fetcher)
       fetcher.start(parent: task)
+      listener = Jiggler::Server::Listener.new(store: store, fetcher: fetcher, scheduler: nil, logger: Jiggler.logger)
+      listener.start(parent: task)
       task.with_timeout(20) { yield fetcher }
     ensure
+      listener&.stop
       workers&.stop(0)
       fetcher&.stop(1)
     end

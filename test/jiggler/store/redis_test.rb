@@ -79,7 +79,7 @@ describe Jiggler::Store::Redis do
     it "raises ConnectionError from reads, pings and waits too" do
       assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.ping }
       assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.counts }
-      assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.wait_for_push(0.1) }
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { subject.wait_for_wake(0.1) }
     end
 
     it "raises ConnectionError from a dedicated connection" do

@@ -6,7 +6,7 @@ module Jiggler
       # The names of every key in a namespace. All share the hash tag `{namespace}`, so one script may touch any of
       # them on Redis Cluster.
       class Keys
-        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :paused, :batches
+        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :schedule_wake, :paused, :batches
 
         def initialize(namespace)
           @namespace = namespace
@@ -19,6 +19,7 @@ module Jiggler
           @failures = "#{@prefix}stats:failures"
           @processes = "#{@prefix}processes"
           @wake = "#{@prefix}wake"
+          @schedule_wake = "#{@prefix}wake:schedule"
           @paused = "#{@prefix}paused"
           @batches = "#{@prefix}batches"
         end

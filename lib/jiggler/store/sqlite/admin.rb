@@ -151,7 +151,8 @@ module Jiggler
         def clear_all
           write do |queue_db|
             %w[events jobs processes paused_queues results].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
-            queue_db.db.execute("DELETE FROM counters WHERE name <> 'pushes'")
+            # The announcement counters stay: listeners compare them with what they saw last.
+            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules')")
           end
         end
 
