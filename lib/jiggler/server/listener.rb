@@ -9,7 +9,8 @@ module Jiggler
     # empty queue, the scheduler when a job was scheduled sooner than the others. This is what lets an idle server
     # sleep instead of polling; the fetcher's and the scheduler's own polls only catch what an announcement missed.
     class Listener
-      # Seconds per wait for an announcement; the wait is only cut to notice a stop.
+      # Seconds per read of the subscription: a bound on each wait, not a poll (an announcement between reads waits
+      # in the subscription).
       TIMEOUT = 10.0
 
       # @parameter store [Store::Redis | Store::SQLite] holds the subscription (Redis) or reads the counters (SQLite).

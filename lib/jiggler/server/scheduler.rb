@@ -13,8 +13,7 @@ module Jiggler
       def initialize(store:, interval:, logger:)
         @store = store
         @periodic = Periodic.new("scheduler", interval: interval, logger: logger, closing: @store, sooner: true) do
-          now = Time.now.to_f
-          moved = @store.enqueue_due(now)
+          moved = @store.enqueue_due(Time.now.to_f)
           logger.debug { "scheduler: #{moved} due jobs moved to their queues" } if moved.positive?
           next_due = @store.next_due
           next_due - Time.now.to_f if next_due
