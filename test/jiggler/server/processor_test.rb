@@ -4,6 +4,7 @@ require "test_helper"
 require "async"
 require "jiggler/server/processor"
 require "jiggler/server/fetched"
+require "fixtures/batch_jobs" # BatchJobs::Opaque
 
 # Jobs for the processor tests; each run is recorded in RUNS.
 module ProcessorTest
@@ -44,14 +45,6 @@ module ProcessorTest
     job_options result_ttl: 60, retries: 0
 
     def perform(number) = (number == 0) ? raise(ArgumentError, "zero") : number * 2
-  end
-
-  class Opaque
-    include Jiggler::Job
-
-    job_options result_ttl: 60
-
-    def perform = Object.new
   end
 
   class Fatal < Exception; end # rubocop:disable Lint/InheritException -- a job may raise anything
@@ -157,7 +150,7 @@ describe Jiggler::Server::Processor do
     assert_equal "dead", record[1]
     error = assert_raises(Jiggler::JobFailed) { Jiggler.result("zero", timeout: 1) }
     assert_equal ["ArgumentError", "zero"], [error.error_class, error.message[/zero\z/]]
-    assert_nil run_job(payload("ProcessorTest::Opaque", [], "jid" => "opaque"))
+    assert_nil run_job(payload("BatchJobs::Opaque", [], "jid" => "opaque"))
     assert_match(/not JSON-native/, assert_raises(Jiggler::JobFailed) { Jiggler.result("opaque", timeout: 1) }.message)
   end
 
