@@ -7,9 +7,9 @@ require_relative "../job"
 module Jiggler
   module Server
     # Turns waiting batch items into batch jobs once they are due: a full batch is formed at enqueue already, so this
-    # catches the batches whose oldest item has waited `batch_interval`. It checks every half of the shortest
-    # interval of the batch classes this process loaded (at least every poll_interval), and forms only batches of those classes (it needs their
-    # size and interval).
+    # catches the batches whose oldest item has waited `batch_interval`. It checks every half of the shortest interval
+    # of the batch classes this process loaded (at least every poll_interval), and forms only batches of those classes
+    # (it needs their size and interval).
     class Batcher
       # Whether this process loaded any batch class.
       def self.needed? = !Job.shortest_batch_interval.nil?

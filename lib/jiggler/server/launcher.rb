@@ -14,9 +14,9 @@ require_relative "reaper"
 
 module Jiggler
   module Server
-    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher, listener, scheduler and (when batch
-    # classes are loaded) batcher; `quiet` stops fetching; `stop` lets running jobs finish for up to `timeout` seconds,
-    # stops the rest and puts every unfinished job back in its queue; `kill` skips the wait.
+    # Owns the lifecycle of one server process: starts the heartbeat, workers, fetcher, listener, scheduler and (when
+    # batch classes are loaded) batcher; `quiet` stops fetching; `stop` lets running jobs finish for up to `timeout`
+    # seconds, stops the rest and puts every unfinished job back in its queue; `kill` skips the wait.
     class Launcher
       # Seconds allowed for the last acknowledgements and the requeue once the workers are done.
       FINISH_TIMEOUT = 4
