@@ -21,6 +21,11 @@ module Chaos
   MAX_CRASHES = 100
   # Slack on top of recovery_timeout (plus any time Redis was stalled or down meanwhile): back-off and polling.
   MARGIN = 1.0
+  # The servers' settings that bound a recovery, derived as the servers derive them.
+  SETTINGS = Jiggler::Config.new.tap { |config| config[:recovery_timeout] = RECOVERY_TIMEOUT }
+  # A reaper that lost touch with Redis for more than two of its checks waits this long before it trusts expiries
+  # again, since no process could beat meanwhile (Reaper#registrations_trusted?).
+  REAPER_GRACE = SETTINGS.registration_ttl + SETTINGS.heartbeat_interval
   ACTIONS = %i[kill client_kill stall redis_restart].freeze
   MIN_KILLS = 8
   STALL = 1.5
@@ -345,7 +350,18 @@ describe "jiggler under chaos" do
   # Seconds Redis was unavailable between two moments.
   def outage_between(from, to) = @outages.sum { |start, stop| [[stop, to].min - [start, from].max, 0].max }
 
-  def recovery_bound(kill) = Chaos::RECOVERY_TIMEOUT + Chaos::MARGIN + outage_between(kill.at, kill.recovered_at || Chaos.now)
+  def recovery_bound(kill)
+    to = kill.recovered_at || Chaos.now
+    Chaos::RECOVERY_TIMEOUT + Chaos::MARGIN + outage_between(kill.at, to) + reaper_grace(kill.at, to)
+  end
+
+  # An outage of a reaper interval or more (a stall) can leave more than two checks between a reaper's contacts with
+  # Redis, after which it waits REAPER_GRACE before believing an expiry; shorter outages (a restart, a cut connection)
+  # cannot.
+  def reaper_grace(from, to)
+    long = @outages.any? { |start, stop| stop - start >= Chaos::SETTINGS.reaper_interval && start < to && stop > from }
+    long ? Chaos::REAPER_GRACE : 0
+  end
 
   def report(statuses)
     kills = @watch&.kills || []
