@@ -18,7 +18,7 @@ require "optparse"
 require "rbconfig"
 require "securerandom"
 require "tmpdir"
-require "oj"
+require "json"
 require "jiggler"
 require "jiggler/job_queue"
 require "jiggler/store/sqlite"
@@ -102,11 +102,11 @@ class JobQueueBench
 
   def baseline
     jobs = payloads.each
-    bench("naive_serialize", "naive_serialize") { Oj.dump([jobs.next, "CREATED"], mode: :strict) }
+    bench("naive_serialize", "naive_serialize") { JSON.generate([jobs.next, "CREATED"]) }
     jobs = payloads.each
     File.open(File.join(@dir, "naive-fsync.json"), "w") do |file|
       bench("naive_fsync", "naive_fsync") do
-        file.write(Oj.dump([jobs.next, "CREATED"], mode: :strict))
+        file.write(JSON.generate([jobs.next, "CREATED"]))
         file.flush
         file.fsync
       end

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "fileutils"
-require "oj"
+require "json"
 require "sqlite3"
 require_relative "error"
 require_relative "job_queue/schema"
@@ -24,6 +24,10 @@ module Jiggler
 
     # A job as read back: id, state, payload (parsed) and events (oldest first, each [epoch seconds, event]).
     Job = Struct.new(:id, :state, :payload, :events)
+
+    # Payloads and events are written as JSON types only and read back as plain data, whatever the app's JSON options.
+    JSON_CODER = JSON::Coder.new(max_nesting: false)
+    private_constant :JSON_CODER
 
     SYNCHRONOUS = %w[normal full].freeze
     LOCK_TIMEOUT_MS = 5_000
@@ -72,7 +76,7 @@ module Jiggler
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
       row = @db.get_first_row("SELECT id, state, payload FROM jobs WHERE id = ?", [id])
-      row && Job.new(row[0], row[1], Oj.load(row[2], mode: :strict), events(id))
+      row && Job.new(row[0], row[1], JSON_CODER.load(row[2]), events(id))
     end
 
     # Takes the oldest job matching `query` and moves it to `new_state`, atomically.
@@ -110,7 +114,7 @@ module Jiggler
     # A job's events, oldest first. @returns [Array([Float, Object])]
     def events(id)
       @db.execute("SELECT at, event FROM events WHERE job_id = ? ORDER BY id", [id]).map do |at, event|
-        [at, Oj.load(event, mode: :strict)]
+        [at, JSON_CODER.load(event)]
       end
     end
 
@@ -233,6 +237,6 @@ module Jiggler
       end
     end
 
-    def dump(value) = Oj.dump(value, mode: :strict, float_precision: 0)
+    def dump(value) = JSON_CODER.dump(value)
   end
 end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "oj"
+require "json"
 require_relative "error"
 
 module Jiggler
@@ -13,11 +13,10 @@ module Jiggler
     # Raised when a stored payload is not a job jiggler can read.
     class MalformedError < Error; end
 
-    # Options are spelled out so an app's Oj.default_options cannot change what jobs receive: floats keep every
-    # digit, keys stay Strings.
-    DUMP_OPTIONS = {mode: :strict, float_precision: 0}.freeze
-    LOAD_OPTIONS = {mode: :strict, bigdecimal_load: :float, symbol_keys: false}.freeze
-    private_constant :DUMP_OPTIONS, :LOAD_OPTIONS
+    # A coder of our own, so an app's global JSON options cannot change what jobs receive: it writes only JSON types
+    # (strict), never builds objects from what it reads, and allows any nesting, as `check_args!` does.
+    CODER = JSON::Coder.new(max_nesting: false)
+    private_constant :CODER
 
     module_function
 
@@ -34,10 +33,11 @@ module Jiggler
         "#{problem}. Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these."
     end
 
-    # @parameter data [Hash] a payload.
+    # @parameter data [Hash | Array] a payload, or any value of JSON types.
     # @returns [String] its JSON.
+    # @raises [JSON::GeneratorError] when it holds anything else.
     def dump(data)
-      Oj.dump(data, DUMP_OPTIONS)
+      CODER.dump(data)
     end
 
     # Parses a stored job.
@@ -53,8 +53,8 @@ module Jiggler
     # Parses JSON that jiggler stored (a job, a result), as strictly and exactly as jobs are read.
     # @raises [MalformedError] when it is not JSON.
     def parse(json)
-      Oj.load(json, LOAD_OPTIONS)
-    rescue Oj::ParseError, EncodingError, TypeError => error
+      CODER.load(json)
+    rescue JSON::ParserError, EncodingError, TypeError => error
       raise MalformedError, "payload is not valid JSON (#{error.message.lines.first&.strip}): #{json.to_s[0, 200].inspect}"
     end
 

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "oj"
+require_relative "payload"
 
 module Jiggler
   # What `Jiggler.summary` returns: counters, set sizes, live processes, the queues that hold jobs and the batch items
@@ -37,9 +37,9 @@ module Jiggler
 
     def processes
       @store.processes.each_with_object({}) do |(id, json), result|
-        info = Oj.load(json, mode: :strict)
+        info = Payload.parse(json)
         result[id] = info if info.is_a?(Hash)
-      rescue Oj::ParseError
+      rescue Payload::MalformedError
         next
       end
     end

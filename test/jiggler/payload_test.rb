@@ -122,7 +122,7 @@ describe Jiggler::Payload do
         '{"jid":"a","name":["MyJob"],"args":[]}'].each { |json| assert_malformed(json) }
     end
 
-    it "never builds objects from Oj object markers" do
+    it "never builds objects from object markers" do
       json = '{"^o":"Object","jid":"a","name":"MyJob","args":[{"^o":"Object","x":1},{"^#1":[1,2]},{"^c":"File"}]}'
       data = Jiggler::Payload.load(json)
       assert_instance_of Hash, data
@@ -141,13 +141,27 @@ describe Jiggler::Payload do
       assert_equal [Float, Integer], args.map(&:class)
     end
 
-    it "is not changed by the app's global Oj options" do
-      saved = Oj.default_options
-      Oj.default_options = {symbol_keys: true, float_precision: 4, bigdecimal_load: :bigdecimal}
-      args = [0.1 + 0.2, {"key" => 1.25}]
+    it "ignores to_json methods the app defines (as ActiveSupport does)" do
+      Float.define_method(:to_json) { |*| '"patched"' }
+      args = [1.25, {"key" => [0.5]}]
       assert_equal args, round_trip(args)
     ensure
-      Oj.default_options = saved
+      Float.remove_method(:to_json)
+    end
+
+    it "keeps every digit of floats and integers of any size" do
+      args = [0.1 + 0.2, 1e300, -5e-324, 2**70, -(2**64), 123456789.123456789]
+      assert_equal args, round_trip(args)
+      assert_equal [Float, Float, Float, Integer, Integer, Float], round_trip(args).map(&:class)
+      random = Random.new(7)
+      floats = Array.new(10_000) { [random.bytes(8)].pack("a8").unpack1("D") }.select(&:finite?)
+      assert_equal floats, round_trip(floats)
+    end
+
+    it "allows nesting deeper than JSON's default limit of 100" do
+      deep = (1..150).reduce([]) { |inner, _| [inner] }
+      check(deep)
+      assert_equal [deep], round_trip([deep])
     end
 
     it "says what was wrong in the error" do

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
-require "oj"
 require "securerandom"
 require "rack/request"
 require "rack/utils"
+require_relative "../payload"
 require_relative "csrf"
 require_relative "format"
 require_relative "templates"
@@ -67,7 +67,7 @@ module Jiggler
 
       # @returns [Array] a JSON response of a value made of JSON types.
       def json(value)
-        [200, {"content-type" => "application/json; charset=utf-8"}, [Oj.dump(value, mode: :strict)]]
+        [200, {"content-type" => "application/json; charset=utf-8"}, [Payload.dump(value)]]
       end
 
       # Renders a view (or a partial) alone. @returns [String]

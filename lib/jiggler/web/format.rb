@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "oj"
+require_relative "../payload"
 
 module Jiggler
   class Web
@@ -37,9 +37,9 @@ module Jiggler
 
       # A value as compact JSON, cut to `limit` characters.
       def compact_json(value, limit: 200)
-        text = Oj.dump(value, mode: :strict)
+        text = Payload.dump(value)
         (text.length > limit) ? "#{text[0, limit]}…" : text
-      rescue TypeError, EncodingError
+      rescue JSON::GeneratorError, EncodingError
         value.inspect[0, limit]
       end
     end

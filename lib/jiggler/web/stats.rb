@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "oj"
 require_relative "../payload"
 
 module Jiggler
@@ -44,9 +43,9 @@ module Jiggler
       # @returns [Array([String, Hash])] id and info.
       def processes
         @processes ||= @store.processes.filter_map do |id, json|
-          info = Oj.load(json, mode: :strict)
+          info = Payload.parse(json)
           [id, info] if info.is_a?(Hash)
-        rescue Oj::ParseError, EncodingError
+        rescue Payload::MalformedError
           nil
         end
       end
