@@ -3,9 +3,10 @@
 module Bench
   # Writes the jobs file a processor loads: the same job bodies for all three, behind each one's own mixin and client.
   #
-  # Jobs tell the harness when they are done without a store call: each counts finished jobs in the process, and the
-  # first and the last one write a marker file (BENCH_DIR/started, BENCH_DIR/finished) holding the CLOCK_MONOTONIC time,
-  # which is the same clock in every process of the machine. The count costs a mutex and an integer add per job.
+  # Jobs tell the harness when they start and finish without a store call: the first job to start and the last one
+  # to finish (each process counts finished jobs) write a marker file (BENCH_DIR/started, BENCH_DIR/finished) holding
+  # the CLOCK_MONOTONIC time, which is the same clock in every process of the machine. This costs a flag check, a mutex
+  # and an integer add per job.
   module JobsSource
     HEADERS = {
       ours: <<~RUBY,
@@ -48,16 +49,23 @@ module Bench
     JOBS = <<~RUBY
       require "net/http"
 
-      # Counts finished jobs; the first and the last write their marker files.
+      # Marks the first job's start and, counting finished jobs, the last one's finish.
       module BenchDone
         DIR = ENV.fetch("BENCH_DIR")
         TOTAL = Integer(ENV.fetch("BENCH_JOBS", "0"))
         LOCK = Thread::Mutex.new
         @count = 0
+        @started = false
+
+        # Two threads may both see false and both mark; the later one is microseconds later.
+        def self.started
+          return if @started
+          @started = true
+          mark("started")
+        end
 
         def self.finished
           count = LOCK.synchronize { @count += 1 }
-          mark("started") if count == 1
           mark("finished") if count == TOTAL
         end
 
@@ -69,12 +77,16 @@ module Bench
 
       class BenchNoopJob
         include BENCH_MIXIN
-        def perform = BenchDone.finished
+        def perform
+          BenchDone.started
+          BenchDone.finished
+        end
       end
 
       class BenchHttpJob
         include BENCH_MIXIN
         def perform(url)
+          BenchDone.started
           response = Net::HTTP.get_response(URI(url))
           raise "HTTP \#{response.code}" unless response.is_a?(Net::HTTPSuccess)
           BenchDone.finished
@@ -84,6 +96,7 @@ module Bench
       class BenchFileJob
         include BENCH_MIXIN
         def perform(path, id)
+          BenchDone.started
           File.open(path, "a") { |file| file.write("\#{id}\\n") }
           BenchDone.finished
         end
@@ -92,6 +105,7 @@ module Bench
       class BenchFibJob
         include BENCH_MIXIN
         def perform(n)
+          BenchDone.started
           fib(n)
           BenchDone.finished
         end
@@ -103,6 +117,7 @@ module Bench
       class BenchLatencyJob
         include BENCH_MIXIN
         def perform(enqueued_at)
+          BenchDone.started
           waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - enqueued_at
           File.open(File.join(BenchDone::DIR, "latencies"), "a") { |file| file.write("\#{waited}\\n") }
           BenchDone.finished
