@@ -12,6 +12,9 @@ module Jiggler
   # `perform_batch` runs: fetched, held in flight, retried and recovered like any job, so a batch is delivered at least
   # once and retried as a whole.
   module Batch
+    # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
+    ITEM = "batch_item"
+
     module_function
 
     # Builds the job that carries a batch of items.
@@ -47,6 +50,9 @@ module Jiggler
 
     # Whether a parsed payload is a batch of items rather than one job.
     def batch?(job) = job["jids"].is_a?(Array)
+
+    # Whether a parsed payload is a scheduled item to put in its batch when due.
+    def item?(job) = job[ITEM] == true
 
     def parse(queue, items, now)
       jobs = []

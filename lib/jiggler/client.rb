@@ -51,10 +51,12 @@ module Jiggler
       Array.new(count) { |index| format("%s%08x", prefix, index) }
     end
 
-    # The JSON of the fields every job of one call shares, without its opening brace, to follow jid and args.
+    # The JSON of the fields every job of one call shares, without its opening brace, to follow jid and args. A
+    # scheduled item of a batch class is marked, so that the scheduler puts it in its batch when it is due.
     def shared_fields(name, options, now, scheduled)
       fields = {"name" => name, "queue" => options[:queue], "retries" => options[:retries], "created_at" => now}
       fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+      fields[Batch::ITEM] = true if scheduled && options[:batch_size]
       fields["enqueued_at"] = now unless scheduled
       Payload.dump(fields).delete_prefix("{")
     end

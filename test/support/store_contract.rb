@@ -649,6 +649,20 @@ module StoreContract
         assert_equal "{not json", dead["raw"]
       end
 
+      it "puts due scheduled batch items in their batch, and retries of them in their queue" do
+        scheduled = (1..3).map { |n| job(name: "BatchJob", args: [n], batch_item: true) }
+        subject.schedule([[now - 2, scheduled[0]], [now - 1, scheduled[1]], [now + 3_600, scheduled[2]], [now - 1, job]])
+        fail_jobs([["1|mail", "retry", now - 1, job(name: "BatchJob", args: [4], queue: "mail", batch_item: true)]], reliable: false)
+        assert_equal 4, subject.enqueue_due(now)
+        assert_equal 0, subject.enqueue_due(now)
+        assert_equal({"default" => 1, "mail" => 1}, subject.queue_sizes)
+        assert_equal [["default", "BatchJob", 2]], subject.batch_sizes.map { |sizes| sizes.first(3) }
+        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now)
+        batch = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }.find { |job| job["jids"] }
+        assert_equal [[1], [2]], batch["args"].sort
+        assert_equal 1, subject.counts[:scheduled]
+      end
+
       it "clears a queue's batch items with the queue" do
         subject.add_to_batch("default", "BatchJob", [item(1)], now)
         subject.add_to_batch("mail", "BatchJob", [item(2)], now)

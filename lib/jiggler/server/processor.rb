@@ -80,7 +80,8 @@ module Jiggler
       end
 
       # The arguments to call `method` (perform, or perform_batch for a batch class) with, checked against its arity.
-      # An item of a batch class that arrives on its own (it was scheduled) is performed as a batch of one.
+      # A job of a batch class that arrives on its own (enqueued before the class set batch_size) is performed as a
+      # batch of one.
       def arguments(job, method, arity)
         args = job["args"]
         if method == :perform_batch

@@ -25,7 +25,7 @@ module Jiggler
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
       DUE_CHUNK = 100
-      SCRIPTS = %w[push schedule fetch fail move kill batch].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push schedule fetch fail move kill batch join].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :PUSH_CHUNK, :DUE_CHUNK, :SCRIPTS
 
       attr_reader :keys
@@ -228,7 +228,7 @@ module Jiggler
       def enqueue_due_from(set, queue_field, now, members)
         total = 0
         loop do
-          total += with { |redis| move(redis, set, "set", members.map { |member| due_move(member, queue_field, now) }) }
+          total += with { |redis| move_due(redis, set, members.map { |member| due_move(member, queue_field, now) }, now) }
           return total if members.size < DUE_CHUNK
           members = with { |redis| redis.call_v(due_range(set, now)) }
           return total if members.empty?
@@ -237,13 +237,26 @@ module Jiggler
 
       def due_range(set, now) = ["ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, DUE_CHUNK]
 
+      # @returns [Array] member, queue, payload to push, and for a batch item from the scheduled set (not a retry, which
+      #   runs again as it ran) its batch's name, else nil.
       def due_move(member, queue_field, now)
         data = Payload.load(member)
         queue = data[queue_field] || data["queue"] || "default"
         data["enqueued_at"] = now
-        [member, queue, Payload.dump(data)]
+        batch = batch_name(queue, data["name"]) if queue_field == "queue" && Batch.item?(data)
+        [member, queue, Payload.dump(data), batch]
       rescue Payload::MalformedError
-        [member, "default", member]
+        [member, "default", member, nil]
+      end
+
+      # Moves entries of a sorted set as due_move described them: jobs to their queues (move.lua), batch items to
+      # their batches (join.lua). @returns [Integer] how many moved.
+      def move_due(redis, set, moves, now)
+        items, jobs = moves.partition(&:last)
+        moved = jobs.empty? ? 0 : move(redis, set, "set", jobs.map { |job| job.first(3) })
+        return moved if items.empty?
+        keys = [set, @keys.batches, *items.map { |*, batch| @keys.batch(batch) }]
+        moved + SCRIPTS[:join].call(redis, keys, [now, *items.flat_map { |member, _, payload, batch| [member, batch, payload] }])
       end
 
       # Runs move.lua for [item, queue, payload] triples.

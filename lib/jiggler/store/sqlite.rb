@@ -269,7 +269,10 @@ module Jiggler
         job = Payload.load(payload)
         queue = (state == "retry" && job["retry_queue"]) || job["queue"] || "default"
         job["enqueued_at"] = now
-        queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = ?, run_at = ?, payload = ? WHERE id = ?", [queue, now, Payload.dump(job), id])
+        # A batch item from the scheduled set (not a retry, which runs again as it ran) joins its batch.
+        batch = job["name"] if state == "scheduled" && Batch.item?(job)
+        queue_db.db.execute("UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, payload = ? WHERE id = ?",
+          [batch ? "batching" : "queued", queue, batch, now, Payload.dump(job), id])
         queue_db.add_event(id, {"type" => (state == "retry") ? "retried" : "enqueued"}, at: now)
       rescue Payload::MalformedError
         queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = 'default', run_at = ? WHERE id = ?", [now, id])

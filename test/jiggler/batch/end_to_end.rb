@@ -70,11 +70,15 @@ module BatchEndToEnd
         wait_for(message: "the queue to be empty") { Jiggler.summary["queues"].empty? && Jiggler.summary["batches"].empty? }
       end
 
-      it "runs a scheduled item of a batch class as a batch of one" do
+      it "puts scheduled items of a batch class in their batch when they are due" do
         start
-        BatchJobs::Mailer.enqueue_in(0.1, 7)
-        wait_for(message: "the batch of one") { lines("batch:").any? }
-        assert_equal ["batch:7"], lines("batch:")
+        at = Time.now.to_f + 0.5
+        (1..12).each { |number| BatchJobs::Mailer.enqueue_at(at, number) }
+        assert_equal 12, Jiggler.summary["scheduled_jobs_count"]
+        wait_for(message: "two batches") { lines("batch:").size == 2 }
+        batches = lines("batch:").map { |line| line.delete_prefix("batch:").split(",").map(&:to_i) }
+        assert_equal [10, 2], batches.map(&:size)
+        assert_equal (1..12).to_a, batches.flatten.sort
       end
     end
 

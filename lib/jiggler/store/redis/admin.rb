@@ -70,14 +70,14 @@ module Jiggler
           with { |redis| redis.call_v(["ZREM", set_key(set), *members]) }
         end
 
-        # Moves entries of a sorted set to their queues now: scheduled jobs to `queue`, retries and dead jobs to
-        # `retry_queue` when they have one, else to `queue`.
+        # Moves entries of a sorted set to their queues now: scheduled jobs to `queue` (scheduled batch items to their
+        # batch), retries and dead jobs to `retry_queue` when they have one, else to `queue`.
         # @returns [Integer] how many moved.
         def enqueue_set_entries(set, entries, now: Time.now.to_f)
           queue_field = (set == :scheduled) ? "queue" : "retry_queue"
           members = find_members(set, entries)
           return 0 if members.empty?
-          with { |redis| move(redis, set_key(set), "set", members.map { |member| due_move(member, queue_field, now) }) }
+          with { |redis| move_due(redis, set_key(set), members.map { |member| due_move(member, queue_field, now) }, now) }
         end
 
         # Moves entries of the scheduled or retry set to the dead set, noting `died_at`.

@@ -63,8 +63,8 @@ module Jiggler
           end
         end
 
-        # Moves entries of a set to their queues now: scheduled jobs to `queue`, retries and dead jobs to
-        # `retry_queue` when they have one, else to `queue`. @returns [Integer] how many moved.
+        # Moves entries of a set to their queues now: scheduled jobs to `queue` (scheduled batch items to their batch),
+        # retries and dead jobs to `retry_queue` when they have one, else to `queue`. @returns [Integer] how many moved.
         def enqueue_set_entries(set, entries, now: Time.now.to_f)
           kind = (set_state(set) == "scheduled") ? "scheduled" : "retry"
           write do |queue_db|
