@@ -9,14 +9,15 @@ require_relative "jiggler/store"
 require_relative "jiggler/client"
 require_relative "jiggler/job"
 require_relative "jiggler/result"
-require_relative "jiggler/summary"
-require_relative "jiggler/cleaner"
-require_relative "jiggler/executor"
 
-# Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing,
-# configuration, the summary and the cleaner. The server (`jiggler/server/launcher`) and the web app load their own
-# parts.
+# Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing and
+# configuration; the summary, the cleaner and the executor load when first used, so servers that never use them do
+# not carry them. The server (`jiggler/server/launcher`) and the web app load their own parts.
 module Jiggler
+  autoload :Summary, File.expand_path("jiggler/summary", __dir__)
+  autoload :Cleaner, File.expand_path("jiggler/cleaner", __dir__)
+  autoload :Executor, File.expand_path("jiggler/executor", __dir__)
+
   class << self
     # The process-wide settings.
     # @returns [Config]
