@@ -48,7 +48,7 @@ module Jiggler
     # Unique ids, 24 hex digits each: 16 random ones shared by the call, then a counter.
     def job_ids(count)
       prefix = SecureRandom.hex(8)
-      Array.new(count) { |index| format("%s%08x", prefix, index) }
+      Array.new(count) { |index| prefix + index.to_s(16).rjust(8, "0") }
     end
 
     # The JSON of the fields every job of one call shares, without its opening brace, to follow jid and args. A

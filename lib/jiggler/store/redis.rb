@@ -56,11 +56,8 @@ module Jiggler
       # @parameter queue [String]
       # @parameter payloads [Array(String)]
       def push(queue, payloads)
-        with do |redis|
-          payloads.each_slice(PUSH_CHUNK) do |chunk|
-            SCRIPTS[:push].call(redis, [@keys.queue(queue), @keys.queues], [queue, @keys.wake, *chunk])
-          end
-        end
+        argvs = payloads.each_slice(PUSH_CHUNK).map { |chunk| [queue, @keys.wake, *chunk] }
+        with { |redis| SCRIPTS[:push].call_each(redis, [@keys.queue(queue), @keys.queues], argvs) }
       end
 
       # Adds jobs to the scheduled set, announcing them to idle schedulers when one is due sooner than the others.

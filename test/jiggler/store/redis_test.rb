@@ -51,6 +51,14 @@ describe Jiggler::Store::Redis do
       redis.call("SCRIPT", "FLUSH")
       assert_equal 1, subject.requeue(StoreContract::PROCESS)
     end
+
+    it "pushes every chunk of a large push once, in order, when the scripts were flushed" do
+      payloads = Array.new(12_000) { |index| job(args: [index]) }
+      redis.call("SCRIPT", "FLUSH")
+      subject.push("default", payloads)
+      assert_equal 12_000, subject.queue_sizes["default"]
+      assert_equal payloads, redis.call("LRANGE", "#{prefix}queue:default", 0, -1).reverse
+    end
   end
 
   describe "concurrent schedulers" do

@@ -26,6 +26,21 @@ module Jiggler
           raise unless error.message.start_with?("NOSCRIPT")
           connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
         end
+
+        # Runs the script once per argument list in one round trip, so that Redis works through the first while the
+        # rest are still being sent. A run that found the script missing (Redis restarted) runs again from source.
+        # @parameter argvs [Array(Array)]
+        # @returns [Array] what each run returned.
+        def call_each(connection, keys, argvs)
+          replies = connection.pipelined(exception: false) do |pipeline|
+            argvs.each { |argv| pipeline.call_v(["EVALSHA", @sha, keys.size, *keys, *argv]) }
+          end
+          replies.zip(argvs).map do |reply, argv|
+            next reply unless reply.is_a?(::RedisClient::CommandError)
+            raise reply unless reply.message.start_with?("NOSCRIPT")
+            connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
+          end
+        end
       end
     end
   end
