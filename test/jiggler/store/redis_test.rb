@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "delegate"
 require "socket"
 require "support/store_contract"
 
@@ -58,6 +59,20 @@ describe Jiggler::Store::Redis do
       subject.push("default", payloads)
       assert_equal 12_000, subject.queue_sizes["default"]
       assert_equal payloads, redis.call("LRANGE", "#{prefix}queue:default", 0, -1).reverse
+    end
+
+    it "runs a pipelined chunk again from source when the scripts were flushed after the first chunk" do
+      flushing = Class.new(SimpleDelegator) do
+        def pipelined(...)
+          __getobj__.call("SCRIPT", "FLUSH")
+          super
+        end
+      end
+      keys = ["#{prefix}queue:default", "#{prefix}queues"]
+      argvs = [%w[a], %w[b c], %w[d]].map { |chunk| ["default", "#{prefix}wake", *chunk] }
+      replies = Jiggler::Store::Redis::Script.new("push").call_each(flushing.new(redis), keys, argvs)
+      assert_equal [1, 3, 4], replies
+      assert_equal %w[d c b a], redis.call("LRANGE", keys.first, 0, -1)
     end
   end
 

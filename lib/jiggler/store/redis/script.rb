@@ -27,15 +27,19 @@ module Jiggler
           connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
         end
 
-        # Runs the script once per argument list in one round trip, so that Redis works through the first while the
-        # rest are still being sent. A run that found the script missing (Redis restarted) runs again from source.
+        # Runs the script once per argument list: the first alone (which loads the script if Redis lacks it, so the
+        # rest are not sent in vain), the rest in one round trip, so that Redis works through one while the next is
+        # still being sent. A run that still found the script missing (flushed meanwhile) runs again from source.
         # @parameter argvs [Array(Array)]
         # @returns [Array] what each run returned.
         def call_each(connection, keys, argvs)
+          return [] if argvs.empty?
+          first, *rest = argvs
+          first_reply = call(connection, keys, first)
           replies = connection.pipelined(exception: false) do |pipeline|
-            argvs.each { |argv| pipeline.call_v(["EVALSHA", @sha, keys.size, *keys, *argv]) }
+            rest.each { |argv| pipeline.call_v(["EVALSHA", @sha, keys.size, *keys, *argv]) }
           end
-          replies.zip(argvs).map do |reply, argv|
+          [first_reply] + replies.zip(rest).map do |reply, argv|
             next reply unless reply.is_a?(::RedisClient::CommandError)
             raise reply unless reply.message.start_with?("NOSCRIPT")
             connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
