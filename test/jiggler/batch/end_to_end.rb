@@ -71,10 +71,10 @@ module BatchEndToEnd
       end
 
       it "puts scheduled items of a batch class in their batch when they are due" do
-        start
         at = Time.now.to_f + 0.5
         (1..12).each { |number| BatchJobs::Mailer.enqueue_at(at, number) }
         assert_equal 12, Jiggler.summary["scheduled_jobs_count"]
+        start
         wait_for(message: "two batches") { lines("batch:").size == 2 }
         batches = lines("batch:").map { |line| line.delete_prefix("batch:").split(",").map(&:to_i) }
         assert_equal [10, 2], batches.map(&:size)
