@@ -21,10 +21,9 @@ module Jiggler
         # @parameter argv [Array]
         # @returns [Object] what the script returns.
         def call(connection, keys, argv)
-          connection.call_v(["EVALSHA", @sha, keys.size, *keys, *argv])
+          connection.call_v(evalsha(keys, argv))
         rescue ::RedisClient::CommandError => error
-          raise unless error.message.start_with?("NOSCRIPT")
-          connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
+          from_source(connection, keys, argv, error)
         end
 
         # Runs the script once per argument list: the first alone (which loads the script if Redis lacks it, so the
@@ -36,14 +35,20 @@ module Jiggler
           return [] if argvs.empty?
           first, *rest = argvs
           first_reply = call(connection, keys, first)
-          replies = connection.pipelined(exception: false) do |pipeline|
-            rest.each { |argv| pipeline.call_v(["EVALSHA", @sha, keys.size, *keys, *argv]) }
-          end
+          replies = connection.pipelined(exception: false) { |pipeline| rest.each { |argv| pipeline.call_v(evalsha(keys, argv)) } }
           [first_reply] + replies.zip(rest).map do |reply, argv|
-            next reply unless reply.is_a?(::RedisClient::CommandError)
-            raise reply unless reply.message.start_with?("NOSCRIPT")
-            connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
+            reply.is_a?(::RedisClient::CommandError) ? from_source(connection, keys, argv, reply) : reply
           end
+        end
+
+        private
+
+        def evalsha(keys, argv) = ["EVALSHA", @sha, keys.size, *keys, *argv]
+
+        # Runs the script from its source when Redis no longer had it (restarted, or SCRIPT FLUSH); other errors raise.
+        def from_source(connection, keys, argv, error)
+          raise error unless error.message.start_with?("NOSCRIPT")
+          connection.call_v(["EVAL", @source, keys.size, *keys, *argv])
         end
       end
     end
