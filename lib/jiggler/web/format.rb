@@ -39,7 +39,7 @@ module Jiggler
       def compact_json(value, limit: 200)
         text = Payload.dump(value)
         (text.length > limit) ? "#{text[0, limit]}…" : text
-      rescue JSON::GeneratorError, EncodingError
+      rescue JSON::GeneratorError # not JSON types, or a string that is not UTF-8
         value.inspect[0, limit]
       end
     end
