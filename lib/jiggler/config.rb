@@ -20,6 +20,7 @@ module Jiggler
       namespace: "jiggler",
       concurrency: 10,
       timeout: 25,
+      processes: 1,
       environment: nil,
       require: nil,
       queues: [["default", 0]],

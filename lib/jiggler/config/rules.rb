@@ -25,6 +25,7 @@ module Jiggler
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
         when :mode then mode(value)
+        when :processes then processes(value)
         else raise InvalidError, unknown_key_message(key)
         end
       end
@@ -55,6 +56,12 @@ module Jiggler
       def redis_url(value)
         return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
         fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
+      end
+
+      def processes(value)
+        return "auto" if value.to_s == "auto"
+        return value if value.is_a?(Integer) && value.positive?
+        fail!(:processes, "a positive Integer or \"auto\" (one per core)", value)
       end
 
       def synchronous(value)
