@@ -6,7 +6,7 @@ module Jiggler
     module Rules
       MODES = %i[at_least_once at_most_once].freeze
       QUEUE_NAME = /\A[^\s|{}]+\z/
-      REDIS_URL = %r{\A(redis|rediss|unix)://.+}
+      REDIS_URL = %r{\A(redis|rediss|unix|redis\+sentinel)://.+}
 
       module_function
 
@@ -55,7 +55,7 @@ module Jiggler
 
       def redis_url(value)
         return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
-        fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
+        fail!(:redis_url, "a redis://, rediss://, unix:// or redis+sentinel:// URL", value)
       end
 
       def processes(value)
