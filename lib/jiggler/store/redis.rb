@@ -47,9 +47,10 @@ module Jiggler
         "Redis #{@config&.server_url || "(custom pool)"} namespace #{@keys.namespace.inspect}"
       end
 
-      # Raises ConnectionError unless the store answers.
+      # Raises ConnectionError unless the store answers for this namespace's keys (on Redis Cluster, only the node
+      # holding their slot does).
       def ping
-        with { |redis| redis.call("PING") }
+        with { |redis| redis.call("EXISTS", @keys.queues) }
       end
 
       # Appends jobs to a queue; idle servers are woken.
@@ -209,6 +210,10 @@ module Jiggler
         @pool.public_send(@checkout, &block)
       rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
         raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
+      rescue ::RedisClient::CommandError => error
+        raise unless error.message.start_with?("MOVED ", "ASK ")
+        raise ConnectionError, "namespace #{@keys.namespace.inspect} lives on Redis Cluster node #{error.message.split[2]}, " \
+          "not on #{@config&.server_url || "this node"}: point redis_url at that node"
       end
 
       private
