@@ -16,6 +16,12 @@ describe Jiggler::Store::Redis::SentinelURL do
     assert_equal "redis+sentinel://10.0.0.1:26380,[::1]:26379,host-c:5000/primary", config.server_url
   end
 
+  it "takes the sentinels' own password from sentinel_password" do
+    config = sentinel_url("redis+sentinel://:master@h1:1,h2:2/primary?sentinel_password=s%2Bs").config
+    assert_equal ["s+s", "s+s"], config.sentinels.map(&:password)
+    assert_equal "master", config.password
+  end
+
   it "refuses a URL without a master name or with a bad port in one line, without the password" do
     ["redis+sentinel://:secret@host:26379", "redis+sentinel://:secret@host:port/mymaster"].each do |url|
       error = assert_raises(Jiggler::Config::InvalidError) { sentinel_url(url) }
