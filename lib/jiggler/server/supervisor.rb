@@ -69,12 +69,18 @@ module Jiggler
 
       def supervise
         until @stop_deadline && @children.empty?
-          signals = IO.select([@reader], nil, nil, wait_time) ? @reader.read_nonblock(4096, exception: false) : ""
-          signals.to_s.split.each { |signal| handle(signal) }
+          read_signals.each { |signal| handle(signal) }
           reap
           restart_due
           kill_late
         end
+      end
+
+      # Waits for a signal, a restart or the stop deadline. @returns [Array(String)] the signals that came.
+      def read_signals
+        return [] unless IO.select([@reader], nil, nil, wait_time)
+        names = @reader.read_nonblock(4096, exception: false)
+        names.is_a?(String) ? names.split : []
       end
 
       # Seconds until the next restart or the stop deadline (at most one, so that a missed signal costs little).
