@@ -3,6 +3,8 @@
 require_relative "../reliability/helper"
 require "jiggler/cli"
 require "jiggler/server/supervisor"
+require "jiggler/web"
+require "rack/mock"
 
 # `jiggler -p N`: real supervisor processes forking real servers, killed, stopped and signalled as in production.
 describe "jiggler -p (the supervisor)" do
@@ -75,9 +77,11 @@ describe "jiggler -p (the supervisor)" do
     assert_empty Jiggler.summary["processes"]
   end
 
-  it "passes TSTP and TTIN on to every server process" do
+  it "passes TSTP and TTIN on to every server process, each shown on the dashboard" do
     supervisor = start_reliable("-p", "2", wait: false)
-    wait_for_children(supervisor, 2)
+    ids = wait_for_children(supervisor, 2)
+    busy = Rack::MockRequest.new(Jiggler::Web.new).get("/busy").body
+    ids.each { |id| assert_includes busy, id.split(":")[2], "the dashboard lists process #{child_pid(id)}" }
     supervisor.signal("TSTP")
     wait_for(message: "both processes to go quiet\n#{supervisor.log}") { log_lines(supervisor, /quiet: no new jobs/).size == 2 }
     supervisor.signal("TTIN")
