@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "json"
+require "async"
 
 module JobTest
   class MailerJob
@@ -288,6 +289,23 @@ describe Jiggler::Job do
       error = assert_raises(ArgumentError) { RecordJob.enqueue_bulk([[1], [2], [3, Time.now]]) }
       assert_includes error.message, "argument 2"
       assert_nothing_written
+    end
+
+    it "refuse arguments nested deeper than NESTING_LIMIT, inside a fiber too, and write nothing" do
+      deep = (0..Jiggler::Payload::NESTING_LIMIT).reduce(1) { |inner, _| [inner] }
+      Sync do
+        error = assert_raises(ArgumentError) { RecordJob.enqueue_bulk([[1], [{"tree" => deep}]]) }
+        assert_includes error.message, "RecordJob argument 1 in argument list 2"
+        assert_includes error.message, "NESTING_LIMIT"
+      end
+      assert_nothing_written
+    end
+
+    it "accept Hash and String subclasses as the values they are" do
+      indifferent = Class.new(Hash).new.merge!("to" => "a@example.com")
+      safe = Class.new(String).new("<b>hi</b>")
+      RecordJob.enqueue(indifferent, safe)
+      assert_equal [{"to" => "a@example.com"}, "<b>hi</b>"], jobs.first["args"]
     end
 
     it "write nothing to the scheduled set" do
