@@ -15,7 +15,7 @@ describe Jiggler::Config do
     recovery_timeout: ["a positive number of seconds", [0, -1, "15", nil, Float::NAN]],
     max_crashes: ["a positive Integer", [0, -1, 2.5, "3", nil]],
     done_retention: ["a positive number of seconds", [0, -1, "3600", nil, Float::INFINITY]],
-    sqlite_path: ["a non-empty String", ["", :jobs, 1]],
+    sqlite_path: ["a non-empty String", ["", "  ", ":memory:", :jobs, 1]],
     sqlite_synchronous: ["\"normal\" or \"full\"", ["off", :fast, 1, nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],
     poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
@@ -71,6 +71,28 @@ describe Jiggler::Config do
       end
       assert_equal RedisServer.instance.url, config[:redis_url]
       with_env("REDIS_URL" => nil) { assert_nil config[:redis_url] }
+    end
+
+    it "checks REDIS_URL like the setting, never showing its password" do
+      ["http://user:pw-123@host/0", "redis://:pw-123@[::1", ""].each do |url|
+        with_env("REDIS_URL" => url) do
+          error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] }
+          assert_match(/\AREDIS_URL must be a redis:\/\/, rediss:\/\/ or unix:\/\/ URL/, error.message)
+          refute_includes error.message, "pw-123"
+        end
+      end
+      error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] = "redis://u:pw-123@[::1" }
+      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss:// or unix:// URL (got "redis://***@[::1"))
+    end
+
+    it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, naming the variable" do
+      ["", ":memory:"].each do |path|
+        with_env("JIGGLER_SQLITE_PATH" => path) do
+          error = assert_raises(Jiggler::Config::InvalidError) { config[:sqlite_path] }
+          assert_match(/\AJIGGLER_SQLITE_PATH must be a non-empty String naming a file .*\(got #{Regexp.escape(path.inspect)}\)\z/, error.message)
+        end
+      end
+      with_env("JIGGLER_SQLITE_PATH" => nil) { assert_equal "./jiggler.sqlite3", config[:sqlite_path] }
     end
 
     it "takes the environment from APP_ENV, then RAILS_ENV, then RACK_ENV, else development" do

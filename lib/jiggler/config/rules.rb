@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "uri"
+
 module Jiggler
   class Config
     # What each setting accepts. `check` returns the value in its normal form or raises InvalidError.
@@ -7,6 +9,8 @@ module Jiggler
       MODES = %i[at_least_once at_most_once].freeze
       QUEUE_NAME = /\A[^\s|{}]+\z/
       REDIS_URL = %r{\A(redis|rediss|unix)://.+}
+      # The credentials of a URL in a text: everything from `scheme://` to the last `@` of the word.
+      CREDENTIALS = %r{(\b[a-z][a-z0-9+.-]*://)\S*@}i
 
       module_function
 
@@ -18,7 +22,8 @@ module Jiggler
         when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention
           positive_number(key, value)
         when :client_async, :poller_enabled then boolean(key, value)
-        when :environment, :require, :config_file, :sqlite_path then optional_string(key, value)
+        when :environment, :require, :config_file then optional_string(key, value)
+        when :sqlite_path then sqlite_path(value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then redis_url(value)
         when :namespace then string(key, value)
@@ -27,6 +32,18 @@ module Jiggler
         when :mode then mode(value)
         else raise InvalidError, unknown_key_message(key)
         end
+      end
+
+      # Reads a setting's default from an environment variable, checked like the setting.
+      # @parameter key [Symbol] the setting.
+      # @parameter variable [String] the variable's name, which the error names.
+      # @returns [Object | Nil] the checked value; nil when the variable is unset.
+      # @raises [InvalidError]
+      def from_env(key, variable)
+        value = ENV[variable] or return nil
+        check(key, value)
+      rescue InvalidError => error
+        raise InvalidError, error.message.sub("config[:#{key}]", variable)
       end
 
       # Normalizes a list of queues to `[name, priority]` pairs, highest priority first (ties keep their order).
@@ -53,8 +70,27 @@ module Jiggler
       end
 
       def redis_url(value)
-        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
-        fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
+        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value) && uri?(value))
+        raise InvalidError, "config[:redis_url] must be a redis://, rediss:// or unix:// URL (got #{redact(value.inspect)})"
+      end
+
+      # A text with the credentials of every URL in it replaced by "***", for messages and logs.
+      # @parameter text [String]
+      # @returns [String]
+      def redact(text) = text.to_s.gsub(CREDENTIALS, '\1***@')
+
+      def uri?(value)
+        URI.parse(value)
+        true
+      rescue URI::InvalidURIError
+        false
+      end
+
+      # A file that other processes open too: "" and ":memory:" would give each connection a private database, so jobs
+      # enqueued there would never run.
+      def sqlite_path(value)
+        return value if value.nil? || (value.is_a?(String) && !value.strip.empty? && value != ":memory:")
+        fail!(:sqlite_path, "a non-empty String naming a file (not \":memory:\", a database no other process sees)", value)
       end
 
       def synchronous(value)

@@ -209,6 +209,9 @@ module Jiggler
         @pool.public_send(@checkout, &block)
       rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
         raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
+      rescue ::RedisClient::CommandError => error
+        raise unless %w[WRONGPASS NOAUTH].include?(error.code) # a wrong or missing password, as unusable as no Redis
+        raise ConnectionError, "Redis #{@config&.server_url || ""} refused the connection (check the password in its URL): #{error.message}"
       end
 
       private
