@@ -6,7 +6,7 @@ describe Jiggler::Config do
   # key => [words the error message must hold, values the key must refuse]
   invalid_values = {
     client_concurrency: ["a positive Integer", [0, -1, 1.5, "10", nil]],
-    concurrency: ["a positive Integer", [0, -3, 2.0, "12", nil]],
+    concurrency: ["a positive Integer up to 10000", [0, -3, 2.0, "12", nil, 10_001, 10**20]],
     dead_max_jobs: ["a positive Integer", [0, -1, 10.5, "100", nil]],
     timeout: ["a positive number of seconds", [0, -1, "25", nil, Float::INFINITY, Float::NAN]],
     stats_interval: ["a positive number of seconds", [0, -2, "5", nil, Float::INFINITY]],

@@ -72,6 +72,31 @@ describe "jiggler and jiggler web refusing to start" do
     Process.wait(@password_redis)
   end
 
+  describe "settings" do
+    def config_file(text)
+      File.join(@tmp, "jiggler.yml").tap { |path| File.write(path, text) }
+    end
+
+    it "refuses a concurrency beyond its bound" do
+      status, output = run_command("-r", @jobs, "-c", "99999999999999999999", env: {})
+      assert_refused(status, output, /config\[:concurrency\] must be a positive Integer up to 10000 \(got 99999999999999999999\)/)
+    end
+
+    it "reports ERB that raises, and ERB syntax errors, as ERB errors with the file and line" do
+      path = config_file("concurrency: 2\ntimeout: <%= raise \"no timeout for staging\" %>\n")
+      status, output = run_command("-r", @jobs, "-C", path, env: {})
+      assert_refused(status, output, /config file #{Regexp.escape(path)}: ERB at line 2 raised RuntimeError: no timeout for/)
+      path = config_file("concurrency: <% if true %>2\n")
+      status, output = run_command("-r", @jobs, "-C", path, env: {})
+      assert_refused(status, output, /config file #{Regexp.escape(path)} has an ERB syntax error: /)
+    end
+
+    it "refuses a mistyped setting with a mapping value instead of ignoring it" do
+      status, output = run_command("-r", @jobs, "-C", config_file("concurency:\n  workers: 5\n"), env: {})
+      assert_refused(status, output, /"concurency", which is neither a setting nor an environment section of settings/)
+    end
+  end
+
   describe "the SQLite store" do
     it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, creating nothing" do
       ["", ":memory:"].each do |path|

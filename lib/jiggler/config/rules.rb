@@ -7,6 +7,9 @@ module Jiggler
     # What each setting accepts. `check` returns the value in its normal form or raises InvalidError.
     module Rules
       MODES = %i[at_least_once at_most_once].freeze
+      # Worker fibers per process at most: each has a stack of its own, and more than this would wait on the store's
+      # connections and the CPU rather than run.
+      CONCURRENCY_MAX = 10_000
       QUEUE_NAME = /\A[^\s|{}]+\z/
       REDIS_URL = %r{\A(redis|rediss|unix)://.+}
       # The credentials of a URL in a text: everything from `scheme://` to the last `@` of the word.
@@ -18,7 +21,8 @@ module Jiggler
       # @raises [InvalidError]
       def check(key, value)
         case key
-        when :client_concurrency, :concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
+        when :concurrency then concurrency(value)
+        when :client_concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
         when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention
           positive_number(key, value)
         when :client_async, :poller_enabled then boolean(key, value)
@@ -102,6 +106,11 @@ module Jiggler
         mode = value.is_a?(String) ? value.to_sym : value
         return mode if MODES.include?(mode)
         fail!(:mode, "one of #{MODES.map(&:inspect).join(", ")}", value)
+      end
+
+      def concurrency(value)
+        return value if value.is_a?(Integer) && value.between?(1, CONCURRENCY_MAX)
+        fail!(:concurrency, "a positive Integer up to #{CONCURRENCY_MAX}", value)
       end
 
       def positive_integer(key, value)
