@@ -34,10 +34,10 @@ module Jiggler
       # @returns [Hash(String, String | Array | Hash)]
       def url_params = @url_params ||= request.params
 
-      # One parameter as a String ("" when missing or not a String).
+      # One parameter as a UTF-8 String ("" when missing or not a String; bytes that are not UTF-8 become U+FFFD).
       def param(name)
         value = url_params[name]
-        value.is_a?(String) ? value : ""
+        value.is_a?(String) ? value.dup.force_encoding(Encoding::UTF_8).scrub : ""
       end
 
       # The page number asked for with `?page=`, at least 1.

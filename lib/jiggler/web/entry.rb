@@ -9,6 +9,9 @@ module Jiggler
     # the scheduled, retry and dead sets their score. A set entry is named in URLs and forms by its key,
     # "<score>-<jid>", which the store finds again with `set_entry`.
     class Entry
+      # Scores a set may hold (Float#to_s writes them so, and Float() does not read them back).
+      INFINITE = {"Infinity" => Float::INFINITY, "-Infinity" => -Float::INFINITY}.freeze
+
       attr_reader :payload, :score, :job
 
       # @parameter payload [String] as stored.
@@ -27,8 +30,8 @@ module Jiggler
       # @returns [Array(Float, String) | Nil] nil when the key is not one.
       def self.parse_key(key)
         score, _, jid = key.to_s.rpartition("-")
-        number = Float(score, exception: false)
-        [number, jid] if number&.finite? && jid.match?(/\A[\w.]+\z/)
+        number = INFINITE.fetch(score) { Float(score, exception: false) }
+        [number, jid] if number && !number.nan? && jid.match?(/\A[\w.]+\z/)
       end
 
       def key = "#{score}-#{jid}"
