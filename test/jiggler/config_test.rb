@@ -26,7 +26,7 @@ describe Jiggler::Config do
     config_file: ["a non-empty String", ["", :jiggler, 1]],
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
-      [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil]]],
+      [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
     mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
   }
 

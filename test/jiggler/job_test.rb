@@ -207,6 +207,22 @@ describe Jiggler::Job do
       assert_equal({queue: "default", retries: 25, retry_queue: nil}, klass.job_options)
     end
 
+    it "takes queue names by one grammar: printable UTF-8, no whitespace or control characters, at most 128" do
+      klass = job_class
+      ["a?b", "..", ".", "%", "/", "a/b", "ü-队列", "a" * 128, "#x", "a+b"].each do |name|
+        klass.job_options(queue: name, retry_queue: name)
+        assert_equal name, klass.with_options(queue: name).options[:queue]
+      end
+      bad = ["a\tb", "a\nb", "\u0000", "a\u00A0b", "\u2028", "a" * 129, "caf\xC3", "\xFF".b, "x\u007F"]
+      bad.each do |name|
+        [:queue, :retry_queue].each do |option|
+          error = assert_raises(ArgumentError, name.inspect) { klass.job_options(option => name) }
+          assert_match(/\A#{option} must be a queue name: 1 to 128 printable characters of valid UTF-8/, error.message)
+          assert_raises(ArgumentError, name.inspect) { klass.with_options(option => name) }
+        end
+      end
+    end
+
     it "accepts Symbol queue names as Strings and merges calls" do
       klass = job_class
       klass.job_options(queue: :critical)

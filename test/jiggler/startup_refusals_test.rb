@@ -91,6 +91,13 @@ describe "jiggler and jiggler web refusing to start" do
       assert_refused(status, output, /config file #{Regexp.escape(path)} has an ERB syntax error: /)
     end
 
+    it "refuses a queue name outside the grammar from -q and from the YAML file" do
+      status, output = run_command("-r", @jobs, "-q", "bad\u0001name", env: {})
+      assert_refused(status, output, /config\[:queues\] must be names \(a queue name: 1 to 128 printable characters/)
+      status, output = run_command("-r", @jobs, "-C", config_file("queues: [\"#{"q" * 129}\"]\n"), env: {})
+      assert_refused(status, output, /config\[:queues\] must be names \(a queue name: 1 to 128 printable characters/)
+    end
+
     it "refuses a mistyped setting with a mapping value instead of ignoring it" do
       status, output = run_command("-r", @jobs, "-C", config_file("concurency:\n  workers: 5\n"), env: {})
       assert_refused(status, output, /"concurency", which is neither a setting nor an environment section of settings/)

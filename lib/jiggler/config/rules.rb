@@ -10,7 +10,10 @@ module Jiggler
       # Worker fibers per process at most: each has a stack of its own, and more than this would wait on the store's
       # connections and the CPU rather than run.
       CONCURRENCY_MAX = 10_000
-      QUEUE_NAME = /\A[^\s|{}]+\z/
+      # Queue names: printable UTF-8 without whitespace or control characters, and without '|' (it joins a batch's
+      # queue and class) or braces (Redis hash tags); short enough for keys, logs and URLs.
+      QUEUE_NAME = /\A[[:graph:]&&[^|{}]]{1,128}\z/
+      QUEUE_NAME_RULE = "a queue name: 1 to 128 printable characters of valid UTF-8, without spaces, '|' or braces"
       REDIS_URL = %r{\A(redis|rediss|unix)://.+}
       # The credentials of a URL in a text: everything from `scheme://` to the last `@` of the word.
       CREDENTIALS = %r{(\b[a-z][a-z0-9+.-]*://)\S*@}i
@@ -50,6 +53,14 @@ module Jiggler
         raise InvalidError, error.message.sub("config[:#{key}]", variable)
       end
 
+      # Whether a value is a queue name by QUEUE_NAME: every way a name comes in (job options, with_options, settings,
+      # the command line, YAML) asks this.
+      # @parameter name [Object]
+      def queue_name?(name)
+        name.is_a?(String) && name.valid_encoding? && (name.encoding == Encoding::UTF_8 || name.ascii_only?) &&
+          QUEUE_NAME.match?(name)
+      end
+
       # Normalizes a list of queues to `[name, priority]` pairs, highest priority first (ties keep their order).
       def queues(value)
         list = value.is_a?(String) ? [value] : value
@@ -67,8 +78,8 @@ module Jiggler
       def queue_pair(entry)
         name, priority = entry.is_a?(Array) ? entry : [entry, 0]
         name = name.to_s if name.is_a?(Symbol)
-        unless name.is_a?(String) && QUEUE_NAME.match?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
-          fail!(:queues, "names without spaces, '|' or braces, or [name, Integer priority] pairs", entry)
+        unless queue_name?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
+          fail!(:queues, "names (#{QUEUE_NAME_RULE}), or [name, Integer priority] pairs", entry)
         end
         [name, priority]
       end

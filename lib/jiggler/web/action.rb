@@ -74,9 +74,10 @@ module Jiggler
       def render(view) = instance_exec(&Templates.fetch(view))
 
       # The absolute path of a page of the app.
-      # @parameter path [String] e.g. "/queues"; segments given separately are escaped, and so is the query.
+      # @parameter path [String] e.g. "/queues"; segments given separately are escaped (see Router.segment), and so
+      #   is the query.
       def url(path, *segments, **query)
-        location = [mount_path.chomp("/") + path, *segments.map { |segment| ::Rack::Utils.escape_path(segment.to_s).gsub("/", "%2F") }].join("/")
+        location = [mount_path.chomp("/") + path, *segments.map { |segment| Router.segment(segment.to_s) }].join("/")
         query.empty? ? location : "#{location}?#{::Rack::Utils.build_query(query.transform_keys(&:to_s))}"
       end
 
