@@ -219,6 +219,14 @@ describe Jiggler::Web do
       assert_nil last_response["set-cookie"]
     end
 
+    it "names the CSRF cookie __Host- over HTTPS, secure and for path /, and accepts the forms it goes with" do
+      get "https://example.org/queues"
+      assert_match(/\A__Host-jiggler_csrf=[\w-]+=*; path=\/; httponly; samesite=strict; secure\z/, last_response["set-cookie"])
+      token = body[/name="csrf-token" content="([^"]+)"/, 1]
+      post "https://example.org/queues/mail/pause", {"authenticity_token" => token}, "HTTP_SEC_FETCH_SITE" => "same-origin"
+      assert_equal [303, ["mail"]], [last_response.status, web_store.paused_queues]
+    end
+
     it "sends a CSP whose nonce is on the script tag, nosniff and no caching" do
       get "/"
       nonce = last_response["content-security-policy"][/'nonce-([^']+)'/, 1]
