@@ -31,7 +31,7 @@ describe Jiggler::Web do
     end
 
     it "shows busy processes with heartbeat, memory, concurrency, queues and running jobs" do
-      running = {"7|mail" => {"queue" => "mail", "payload" => payload(name: "MailJob", args: ["hi"]), "run_at" => Time.now.to_f}}
+      running = {"7|mail" => {"queue" => "mail", "class" => "MailJob", "jid" => "ab" * 12, "args" => '["hi"]', "run_at" => Time.now.to_f}}
       info = {"heartbeat" => Time.now.to_f, "rss" => 51_200, "concurrency" => "10", "queues" => "mail,default",
               "hostname" => "box", "pid" => "42", "started_at" => Time.now.to_i.to_s, "current_jobs" => running}
       web_store.beat("box:42", Jiggler::Payload.dump(info), 60)

@@ -59,10 +59,12 @@ module Jiggler
         number.to_f if number.is_a?(Numeric) && !number.to_f.nan?
       end
 
+      # Text cut to `limit` characters, with "…" when it was longer.
+      def cut(text, limit: 200) = (text.length > limit) ? "#{text[0, limit]}…" : text
+
       # A value as compact JSON, cut to `limit` characters.
       def compact_json(value, limit: 200)
-        text = Payload.dump(value)
-        (text.length > limit) ? "#{text[0, limit]}…" : text
+        cut(Payload.dump(value), limit: limit)
       rescue JSON::GeneratorError # not JSON types, or a string that is not UTF-8
         value.inspect[0, limit]
       end

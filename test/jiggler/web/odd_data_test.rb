@@ -53,13 +53,13 @@ module OddDataCases
         infos = [{"rss" => [1], "started_at" => {}, "current_jobs" => nil, "heartbeat" => "now", "concurrency" => []},
           {"current_jobs" => [1, 2], "pid" => {}, "hostname" => [], "queues" => {"a" => 1}},
           {"current_jobs" => {"1|q" => 1, "2|q" => nil, "3|q" => {"queue" => [1], "payload" => 5, "run_at" => "soon"}}},
-          {"current_jobs" => {"4|q" => {"payload" => "not json", "summary" => "x"}}, "rss" => "big", "started_at" => 1e300}]
+          {"current_jobs" => {"4|q" => {"class" => ["Odd"], "args" => {"a" => 1}}}, "rss" => "big", "started_at" => 1e300}]
         infos.each_with_index { |info, index| web_store.beat("odd:#{index}", Jiggler::Payload.dump(info), 60) }
         web_store.beat("odd:json", "[1,", 60)
         assert_pages_render
         get "/busy"
         assert_equal 4, body.scan("<td><strong>").size, "the four readable processes"
-        assert_includes body, "(unreadable payload)", "a running job whose payload cannot be read still has its row"
+        assert_includes body, "[&quot;Odd&quot;]", "a running job with odd fields still has its row"
       end
 
       it "answers a filter that is not UTF-8" do
