@@ -262,12 +262,25 @@ describe Jiggler::Web do
       assert_empty web_store.queue_sizes
     end
 
-    it "deletes one job of a queue, by its payload" do
-      doomed, kept = payload, payload
+    it "deletes one job of a queue, named in its form by a digest instead of its payload" do
+      doomed, kept = payload(args: ["x" * 100_000]), payload
       web_store.push("default", [doomed, kept])
-      post_form "/queues/default/delete", {"payload" => doomed, "page" => "1"}
+      get "/queues/default"
+      assert_operator body.bytesize, :<, 20_000, "the page embeds no whole payload"
+      digest = body[/name="digest" value="(\h{64})"/, 1]
+      post_form "/queues/default/delete", {"digest" => digest, "page" => "1"}
       assert_redirected_to "/queues/default?page=1"
       assert_equal [kept], web_store.queue_entries("default")
+    end
+
+    it "deletes a job that moved to the page before since its page was shown" do
+      jobs = Array.new(30) { |index| payload(args: [index]) }
+      web_store.push("default", jobs)
+      digest = Jiggler::Web::Entry.digest(jobs[27])
+      3.times { web_store.delete_queue_entry("default", web_store.queue_entries("default", limit: 1).first) } # ran
+      post_form "/queues/default/delete", {"digest" => digest, "page" => "2"}
+      refute_includes web_store.queue_entries("default", limit: 100), jobs[27]
+      assert_equal 26, web_store.queue_sizes["default"]
     end
   end
 

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require "digest"
 require_relative "../payload"
 
 module Jiggler
@@ -35,6 +36,11 @@ module Jiggler
       end
 
       def key = "#{score}-#{jid}"
+
+      # Names a queue entry in a form without the payload, which may be megabytes: its SHA-256, in hex.
+      def self.digest(payload) = Digest::SHA256.hexdigest(payload.to_s)
+
+      def digest = Entry.digest(payload)
 
       def jid = job&.fetch("jid")
 

@@ -52,7 +52,8 @@ module Jiggler
           redirect("/queues")
         end
         router.post("/queues/:name/delete") do
-          store.delete_queue_entry(route_params["name"], param("payload"))
+          payload = Routes.queue_entry(store, route_params["name"], param("digest"), page)
+          store.delete_queue_entry(route_params["name"], payload) if payload
           redirect("/queues", route_params["name"], page: page)
         end
       end
@@ -102,6 +103,13 @@ module Jiggler
       # @returns [Array(String)] the path and its segments, for `redirect`.
       def self.back_to_queue(action)
         (action.param("from") == "queue") ? ["/queues", action.route_params["name"]] : ["/queues"]
+      end
+
+      # The payload with this digest on a page of a queue, or on the page before it: jobs run from the head, so an entry
+      # only moves towards the front. nil when it is gone.
+      def self.queue_entry(store, name, digest, page)
+        offset = [(page - 2) * PER_PAGE, 0].max
+        store.queue_entries(name, limit: 2 * PER_PAGE, offset: offset).find { |payload| Entry.digest(payload) == digest }
       end
 
       # A job's recorded events, on a store that keeps them (SQLite); nil elsewhere.
