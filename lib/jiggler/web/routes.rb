@@ -3,6 +3,7 @@
 require_relative "router"
 require_relative "stats"
 require_relative "entry"
+require_relative "filter"
 require_relative "assets"
 
 module Jiggler
@@ -62,10 +63,9 @@ module Jiggler
         router.get("/:set") do
           set = SETS[route_params["set"]] || not_found
           filter = param("filter").strip
-          rows = store.set_entries(set, limit: PER_PAGE + 1, offset: (page - 1) * PER_PAGE,
-            filter: (filter unless filter.empty?), reverse: set == :dead)
-          entries = rows.first(PER_PAGE).map { |payload, score| Entry.new(payload, score) }
-          erb(:set, locals: {set: set, filter: filter, entries: entries, more: rows.size > PER_PAGE})
+          search = Filter.new(store, set, filter, reverse: set == :dead) unless filter.empty?
+          entries = Routes.set_page(store, set, search, page)
+          erb(:set, locals: {set: set, filter: filter, search: search, entries: entries.first(PER_PAGE), more: entries.size > PER_PAGE})
         end
         router.get("/:set/:key") do
           set = SETS[route_params["set"]] || not_found
@@ -103,6 +103,14 @@ module Jiggler
       # @returns [Array(String)] the path and its segments, for `redirect`.
       def self.back_to_queue(action)
         (action.param("from") == "queue") ? ["/queues", action.route_params["name"]] : ["/queues"]
+      end
+
+      # A page of a set's entries, filtered by `search` when there is one, with one more entry to tell if there are more.
+      # @returns [Array(Entry)]
+      def self.set_page(store, set, search, page)
+        offset = (page - 1) * PER_PAGE
+        return search.entries(offset: offset, limit: PER_PAGE + 1) if search
+        store.set_entries(set, limit: PER_PAGE + 1, offset: offset, reverse: set == :dead).map { |payload, score| Entry.new(payload, score) }
       end
 
       # The payload with this digest on a page of a queue, or on the page before it: jobs run from the head, so an entry
