@@ -27,6 +27,7 @@ module Jiggler
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
         @stopping = false
+        @summaries = {}
       end
 
       # Beats once now, then every interval on a background thread.
@@ -95,7 +96,7 @@ module Jiggler
       # The running jobs by in-flight field, each as a summary of a bounded size made once per job: a heartbeat must
       # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).
       def running
-        @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries&.[](field) || summarize(work)] }
+        @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries[field] || summarize(work)] }
       end
 
       # @returns [Hash] queue, class, jid, args (JSON text cut to ARGS_LIMIT) and run_at (epoch seconds).
