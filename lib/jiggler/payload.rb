@@ -44,7 +44,7 @@ module Jiggler
       problem = nil
       index = args.index { |arg| problem = problem_with(arg, 0) } or return
       where = list ? " in argument list #{list + 1}" : ""
-      raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{preview(args[index], problem)}) is not JSON-native: " \
+      raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{preview(args[index])}) is not JSON-native: " \
         "#{problem}. Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these " \
         "(nested at most #{NESTING_LIMIT} deep)."
     end
@@ -96,9 +96,11 @@ module Jiggler
       "it nests deeper than #{NESTING_LIMIT} Arrays and Hashes (Jiggler::Payload::NESTING_LIMIT)" if depth >= NESTING_LIMIT
     end
 
-    # A value's start for a message; `inspect` of data nested too deep would itself run out of stack.
-    def preview(value, problem)
-      problem.include?("NESTING_LIMIT") ? "#{value.class} of #{value.size}" : value.inspect[0, 100]
+    # A value's start for a message.
+    def preview(value)
+      value.inspect[0, 100]
+    rescue SystemStackError # data nested too deep to inspect on a fiber's stack
+      "#{value.class} of #{value.size}"
     end
 
     def utf8?(string)
