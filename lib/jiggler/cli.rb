@@ -31,7 +31,7 @@ module Jiggler
       configure(flags)
       start_servers
     rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
-      warn("jiggler: #{error.message}")
+      warn("jiggler: #{Config::Rules.redact(error.message)}") # an app's error may quote a Redis URL
       1
     end
 

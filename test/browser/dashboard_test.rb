@@ -87,4 +87,16 @@ describe "dashboard in a browser" do
     wait_in_browser("the queue to run again") { text('tr[data-queue="mail"] td:nth-child(4)') == "running" }
     assert_empty store.paused_queues
   end
+
+  it "opens and pauses queues whose names a URL would otherwise change" do
+    ["..", "a?b"].each do |name|
+      store.push(name, [payload(queue: name)])
+      visit("/queues")
+      page.at_css(%(tr[data-queue="#{name}"] a)).click
+      wait_in_browser("the page of queue #{name}") { text("h1").start_with?("Queue #{name}") }
+      page.at_css(".toolbar button").click
+      wait_in_browser("queue #{name} paused") { text("h1") == "Queue #{name} paused" }
+      assert_includes store.paused_queues, name
+    end
+  end
 end

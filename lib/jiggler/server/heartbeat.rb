@@ -8,6 +8,9 @@ module Jiggler
     # Registers the process and refreshes its registration every `interval` seconds, on a thread of its own: a job
     # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
     class Heartbeat
+      # How much of a running job's arguments a heartbeat carries, as JSON text.
+      ARGS_LIMIT = 2_048
+
       # @parameter store [Store::Redis | Store::SQLite] a store on a connection of its own (used from this thread only).
       # @parameter identity [Identity]
       # @parameter workers [Workers] asked for the jobs running now.
@@ -24,6 +27,7 @@ module Jiggler
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
         @stopping = false
+        @summaries = {}
       end
 
       # Beats once now, then every interval on a background thread.
@@ -85,8 +89,24 @@ module Jiggler
       end
 
       def beat
-        info = Payload.dump(@identity.info(@workers.current_jobs))
+        info = Payload.dump(@identity.info(running))
         @store.beat(@identity.id, info, @ttl)
+      end
+
+      # The running jobs by in-flight field, each as a summary of a bounded size made once per job: a heartbeat must
+      # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).
+      def running
+        @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries[field] || summarize(work)] }
+      end
+
+      # @returns [Hash] queue, class, jid, args (JSON text cut to ARGS_LIMIT) and run_at (epoch seconds).
+      def summarize(work)
+        job = Payload.load(work["payload"])
+        args = Payload.dump(job["args"])
+        args = "#{args[0, ARGS_LIMIT]}…" if args.length > ARGS_LIMIT
+        {"queue" => work["queue"], "class" => job["name"], "jid" => job["jid"], "args" => args, "run_at" => work["run_at"]}
+      rescue Payload::MalformedError, JSON::GeneratorError # sent to the dead set by its worker
+        {"queue" => work["queue"], "class" => "(unreadable)", "jid" => nil, "args" => "", "run_at" => work["run_at"]}
       end
     end
   end

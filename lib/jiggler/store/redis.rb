@@ -211,9 +211,12 @@ module Jiggler
       rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
         raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
       rescue ::RedisClient::CommandError => error
-        raise unless error.message.start_with?("MOVED ", "ASK ")
-        raise ConnectionError, "namespace #{@keys.namespace.inspect} lives on Redis Cluster node #{error.message.split[2]}, " \
-          "not on #{@config&.server_url || "this node"}: point redis_url at that node"
+        if error.message.start_with?("MOVED ", "ASK ")
+          raise ConnectionError, "namespace #{@keys.namespace.inspect} lives on Redis Cluster node #{error.message.split[2]}, " \
+            "not on #{@config&.server_url || "this node"}: point redis_url at that node"
+        end
+        raise unless %w[WRONGPASS NOAUTH].include?(error.code) # a wrong or missing password, as unusable as no Redis
+        raise ConnectionError, "Redis #{@config&.server_url || ""} refused the connection (check the password in its URL): #{error.message}"
       end
 
       private
