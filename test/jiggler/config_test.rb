@@ -78,12 +78,12 @@ describe Jiggler::Config do
       ["http://user:pw-123@host/0", "redis://:pw-123@[::1", ""].each do |url|
         with_env("REDIS_URL" => url) do
           error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] }
-          assert_match(/\AREDIS_URL must be a redis:\/\/, rediss:\/\/ or unix:\/\/ URL/, error.message)
+          assert_match(/\AREDIS_URL must be a redis:\/\/, rediss:\/\/, unix:\/\/ or redis\+sentinel:\/\/ URL/, error.message)
           refute_includes error.message, "pw-123"
         end
       end
       error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] = "redis://u:pw-123@[::1" }
-      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss:// or unix:// URL (got "redis://***@[::1"))
+      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got "redis://***@[::1"))
     end
 
     it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, naming the variable" do

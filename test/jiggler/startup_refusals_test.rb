@@ -124,7 +124,7 @@ describe "jiggler and jiggler web refusing to start" do
   describe "Redis" do
     it "refuses a malformed REDIS_URL without printing its password" do
       ["http://user:#{password}@localhost/0", "redis://:#{password}@[::1"].each do |url|
-        assert_both_refused(/REDIS_URL must be a redis:\/\/, rediss:\/\/ or unix:\/\/ URL \(got "\w+:\/\/\*\*\*@/, env: {"REDIS_URL" => url})
+        assert_both_refused(/REDIS_URL must be a redis:\/\/, rediss:\/\/, unix:\/\/ or redis\+sentinel:\/\/ URL \(got "\w+:\/\/\*\*\*@/, env: {"REDIS_URL" => url})
       end
     end
 
