@@ -3,7 +3,8 @@
 module Jiggler
   class Config
     # Reads a YAML config file: ERB first, then plain string keys, with per-environment sections that override the
-    # top-level values.
+    # top-level values. Symbol keys (`:concurrency: 10`, as jiggler 0.1.0's files have) read as string keys; YAML
+    # may build no other Ruby objects.
     #
     #   concurrency: 5
     #   queues: [critical, [default, 1]]
@@ -21,6 +22,7 @@ module Jiggler
         settings = data.reject { |key, value| section?(key, value) }
         section = data[environment]
         if section.is_a?(Hash)
+          section = plain_keys(section)
           odd = section.keys.reject { |key| key.is_a?(String) }
           raise InvalidError, "config file #{path} has keys that are not setting names in #{environment}: #{odd.map(&:inspect).join(", ")}" if odd.any?
           settings.merge!(section)
@@ -33,8 +35,9 @@ module Jiggler
         require "erb"
         require "yaml"
         text = ERB.new(::File.read(path)).result
-        data = YAML.safe_load(text, aliases: true) || {}
+        data = YAML.safe_load(text, permitted_classes: [Symbol], aliases: true) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
+        data = plain_keys(data)
         odd = data.keys.reject { |key| key.is_a?(String) }
         raise InvalidError, "config file #{path} has keys that are not setting names: #{odd.map(&:inspect).join(", ")}" if odd.any?
         data
@@ -43,6 +46,8 @@ module Jiggler
       rescue Psych::Exception, SyntaxError => error
         raise InvalidError, "config file #{path} is not valid YAML: #{error.message}"
       end
+
+      def plain_keys(hash) = hash.transform_keys { |key| key.is_a?(Symbol) ? key.to_s : key }
 
       # A top-level mapping under a key that is not a setting is an environment section.
       def section?(key, value)
