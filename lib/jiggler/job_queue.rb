@@ -58,9 +58,9 @@ module Jiggler
       @path = path.to_s
       raise ArgumentError, "synchronous must be one of #{SYNCHRONOUS.join(", ")}" unless SYNCHRONOUS.include?(synchronous.to_s)
       @db = connect
-      check_file
+      Schema.check(@db, @path)
       configure(synchronous.to_s)
-      migrate
+      Schema.migrate(@db, @path)
     rescue SQLite3::NotADatabaseException, SQLite3::CorruptException => error
       close
       raise OpenError, "#{@path} is not a jiggler database (#{error.message.lines.first.strip}); nothing was changed"
@@ -204,31 +204,6 @@ module Jiggler
         retry
       end
       @db.execute("PRAGMA synchronous = #{synchronous.upcase}")
-    end
-
-    # Creates or upgrades the tables; checks again inside the transaction, as another process may be doing the same.
-    def migrate
-      transaction do
-        version = check_file
-        (version + 1..Schema::VERSION).each { |step| @db.execute_batch(Schema::MIGRATIONS.fetch(step)) }
-        @db.execute("PRAGMA application_id = #{Schema::APPLICATION_ID}")
-        @db.execute("PRAGMA user_version = #{Schema::VERSION}")
-      end
-    end
-
-    # @returns [Integer] the file's schema version (0 for a new file).
-    def check_file
-      # One statement, one snapshot: another process may be creating the tables right now.
-      application, version, tables = @db.get_first_row("SELECT (SELECT application_id FROM pragma_application_id), " \
-        "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)")
-      if application != Schema::APPLICATION_ID && (tables.positive? || application != 0)
-        raise OpenError, "#{@path} is not a jiggler database (it holds other tables); nothing was changed"
-      end
-      if version > Schema::VERSION
-        raise OpenError, "#{@path} was written by a newer jiggler (schema #{version}, this one knows #{Schema::VERSION}); " \
-          "upgrade jiggler or point it at another file"
-      end
-      version
     end
 
     # Sets a job's state and modified time and logs the change, inside the caller's transaction.

@@ -271,6 +271,15 @@ describe Jiggler::JobQueue do
     end
   end
 
+  describe "Schema" do
+    it "is the one place under lib/ that defines tables, indexes and their migrations" do
+      lib = File.expand_path("../../lib", __dir__)
+      ddl = /\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b|PRAGMA\s+user_version\s*=/i
+      files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")].select { |file| ddl.match?(File.read(file)) }
+      assert_equal [File.join(lib, "jiggler", "job_queue", "schema.rb")], files
+    end
+  end
+
   describe "upgrading a file of schema 3" do
     # A file as jiggler with schema 3 left it: JobQueue jobs (states stored as text, no modified time) with events,
     # and a row of the SQLite store (a queue, a run_at).

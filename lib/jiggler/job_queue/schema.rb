@@ -57,6 +57,38 @@ module Jiggler
           CREATE INDEX jobs_by_modified ON jobs (modified) WHERE modified IS NOT NULL;
         SQL
       }.freeze
+
+      module_function
+
+      # Creates or upgrades the tables; checks the file again inside the transaction, as another process may be
+      # doing the same.
+      # @parameter db [SQLite3::Database] not in a transaction.
+      # @parameter path [String] the file, for messages.
+      # @raises [OpenError] for a file that is not jiggler's, or is from a newer jiggler.
+      def migrate(db, path)
+        db.transaction(:immediate) do
+          version = check(db, path)
+          (version + 1..VERSION).each { |step| db.execute_batch(MIGRATIONS.fetch(step)) }
+          db.execute("PRAGMA application_id = #{APPLICATION_ID}")
+          db.execute("PRAGMA user_version = #{VERSION}")
+        end
+      end
+
+      # @returns [Integer] the file's schema version (0 for a new file).
+      # @raises [OpenError] for a file that is not jiggler's, or is from a newer jiggler; nothing is changed.
+      def check(db, path)
+        # One statement, one snapshot: another process may be creating the tables right now.
+        application, version, tables = db.get_first_row("SELECT (SELECT application_id FROM pragma_application_id), " \
+          "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)")
+        if application != APPLICATION_ID && (tables.positive? || application != 0)
+          raise OpenError, "#{path} is not a jiggler database (it holds other tables); nothing was changed"
+        end
+        if version > VERSION
+          raise OpenError, "#{path} was written by a newer jiggler (schema #{version}, this one knows #{VERSION}); " \
+            "upgrade jiggler or point it at another file"
+        end
+        version
+      end
     end
   end
 end
