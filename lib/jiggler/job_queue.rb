@@ -88,7 +88,7 @@ module Jiggler
 
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
-      row = @db.get_first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
+      row = first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
       row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), events(id), row[4] && Time.at(row[4]))
     end
 
@@ -102,11 +102,9 @@ module Jiggler
       where, values = Query.conditions(query)
       stored = State.dump(new_state)
       transaction do
-        id, old, type = @db.get_first_row("SELECT id, state, typeof(state) FROM jobs " \
+        id, old, type = first_row("SELECT id, state, typeof(state) FROM jobs " \
           "WHERE modified IS NOT NULL AND #{where} ORDER BY modified, id LIMIT 1", values)
-        next unless id
-        change_state(id, State.load(old, type), stored)
-        get(id)
+        id && change_state(id, State.load(old, type), stored)
       end
     end
 
@@ -117,11 +115,7 @@ module Jiggler
     def cas_state(id, old_state, new_state)
       expected = State.dump(old_state)
       stored = State.dump(new_state)
-      transaction do
-        next unless @db.get_first_value("SELECT 1 FROM jobs WHERE id = ? AND state IS ?", [id, expected])
-        change_state(id, state_value(expected), stored)
-        get(id)
-      end
+      transaction { change_state(id, state_value(expected), stored, "AND state IS ?", [expected]) }
     end
 
     # Appends an event (any JSON value) to a job's log.
@@ -129,10 +123,10 @@ module Jiggler
     def append_event(id, event)
       transaction do
         now = Time.now.to_f
-        @db.execute("UPDATE jobs SET modified = ? WHERE id = ?", [now, id])
-        next if @db.changes.zero?
+        state, type, payload = first_row("UPDATE jobs SET modified = ? WHERE id = ? RETURNING state, typeof(state), payload", [now, id])
+        next unless payload
         add_event(id, event, at: now)
-        get(id)
+        job_as_now(id, State.load(state, type), payload, now)
       end
     end
 
@@ -160,7 +154,9 @@ module Jiggler
     end
 
     # Records an event inside the caller's transaction.
-    def add_event(id, event, at: Time.now.to_f) = add_events([[id, event]], at: at)
+    def add_event(id, event, at: Time.now.to_f)
+      @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
+    end
 
     # Deletes the jobs matching an SQL condition, with their events, inside the caller's transaction.
     # @parameter where [String] a condition on the jobs table, with `?` for each of `values`.
@@ -207,11 +203,22 @@ module Jiggler
     end
 
     # Sets a job's state and modified time and logs the change, inside the caller's transaction.
-    def change_state(id, old, stored)
+    # @parameter condition [String] more SQL the job must match, with `?` for each of `values`.
+    # @returns [Job | Nil] the job as it is now; nil when no job changed.
+    def change_state(id, old, stored, condition = "", values = [])
       now = Time.now.to_f
-      @db.execute("UPDATE jobs SET state = ?, modified = ? WHERE id = ?", [stored, now, id])
-      add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state_value(stored)}, at: now)
+      payload, = first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} RETURNING payload",
+        [stored, now, id, *values])
+      return unless payload
+      state = state_value(stored)
+      add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state}, at: now)
+      job_as_now(id, state, payload, now)
     end
+
+    # The first row of a statement, prepared once (get_first_row prepares it again on every call).
+    def first_row(sql, values) = @db.execute(sql, values).first
+
+    def job_as_now(id, state, payload, modified) = Job.new(id, state, JSON_CODER.load(payload), events(id), Time.at(modified))
 
     # A stored state as the value it stands for.
     def state_value(stored) = stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored
