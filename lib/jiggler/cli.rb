@@ -15,6 +15,8 @@ module Jiggler
 
     SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
+    QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
+    INTEGER = /\A[+-]?\d+\z/
     # Seconds past `timeout` a stopping server is given before it exits regardless.
     STOP_GRACE = 4.5
 
@@ -57,9 +59,9 @@ module Jiggler
         opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
-        opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|
-          name, priority = value.split(",", 2)
-          (flags[:queues] ||= []) << (priority ? [name, Integer(priority, exception: false) || priority] : name)
+        opts.on("-q", "--queue QUEUE1,QUEUE2", "queues to work, first listed served first (-q a,b,c);",
+          "or one queue and its priority, higher first (-q critical,10); repeat -q for more") do |value|
+          (flags[:queues] ||= []).concat(queue_flag(value))
         end
         opts.on("-p", "--processes N", "server processes to fork: a number, or auto for one per core (default 1)") do |value|
           flags[:processes] = /\A\d+\z/.match?(value) ? Integer(value) : value
@@ -73,6 +75,18 @@ module Jiggler
         opts.on("-V", "--version", "print the version") { puts "jiggler #{VERSION}" or exit }
         opts.on("-h", "--help", "print this help") { puts opts or exit }
       end
+    end
+
+    # `-q a,b,c` lists queues (jiggler 0.1.0); `-q name,INTEGER` gives one queue a priority (Sidekiq).
+    # @returns [Array(String | [String, Integer])]
+    def queue_flag(value)
+      parts = value.split(",", -1)
+      return [[parts[0], Integer(parts[1], 10)]] if parts.size == 2 && INTEGER.match?(parts[1])
+      raise StartError, "-q #{value}: #{QUEUE_FORMS}" if parts.empty? || parts.any? { |part| part.empty? || INTEGER.match?(part) }
+      Config::Rules.queues(parts)
+      parts
+    rescue Config::InvalidError => error
+      raise StartError, "-q #{value}: #{error.message}; #{QUEUE_FORMS}"
     end
 
     def configure(flags)

@@ -2,6 +2,7 @@
 
 require_relative "error"
 require_relative "config/rules"
+require_relative "config/former_settings"
 
 module Jiggler
   # Jiggler's settings, shared by the client and the server.
@@ -55,9 +56,11 @@ module Jiggler
     end
 
     # Sets a setting from code, checking it first.
+    # A setting of jiggler 0.1.0 that was renamed is set under its new name, with a deprecation warning.
     # @raises [InvalidError] for an unknown key or a value the key does not allow.
     def []=(key, value)
-      @code[key] = Rules.check(key, value)
+      key, value = FormerSettings.translate(key, value)
+      @code[key] = Rules.check(key, value) if key
     end
 
     # Applies settings read from a config file (the lowest layer above the defaults).
@@ -114,12 +117,19 @@ module Jiggler
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
       when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
-      else DEFAULTS.fetch(key) { raise InvalidError, Rules.unknown_key_message(key) }
+      else DEFAULTS.fetch(key) { renamed(key) }
       end
     end
 
+    # jiggler 0.1.0 code may read a setting by its old name.
+    def renamed(key)
+      name = FormerSettings.current_name(key)
+      raise InvalidError, Rules.unknown_key_message(key) unless name
+      self[name]
+    end
+
     def check_all(values)
-      values.to_h { |key, value| [key, Rules.check(key, value)] }
+      values.filter_map { |key, value| FormerSettings.translate(key, value) }.to_h { |key, value| [key, Rules.check(key, value)] }
     end
   end
 end
