@@ -2,6 +2,7 @@
 
 require_relative "error"
 require_relative "config/rules"
+require_relative "middleware/chain"
 
 module Jiggler
   # Jiggler's settings, shared by the client and the server.
@@ -34,7 +35,9 @@ module Jiggler
       max_crashes: 3,
       sqlite_path: nil,
       sqlite_synchronous: "normal",
-      done_retention: 3600
+      done_retention: 3600,
+      error_handlers: [].freeze,
+      death_handlers: [].freeze
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
@@ -44,6 +47,9 @@ module Jiggler
       @file = {}
       @code = {}
       @flags = {}
+      @handlers = {error_handlers: [], death_handlers: []}
+      @client_middleware = Middleware::Chain.new
+      @server_middleware = Middleware::Chain.new
     end
 
     # Reads a setting.
@@ -77,6 +83,20 @@ module Jiggler
       self[:queues].map(&:first)
     end
 
+    # The chain around every enqueue (see Middleware::Chain); yields it when given a block.
+    # @returns [Middleware::Chain]
+    def client_middleware
+      yield @client_middleware if block_given?
+      @client_middleware
+    end
+
+    # The chain around every perform on the server; yields it when given a block.
+    # @returns [Middleware::Chain]
+    def server_middleware
+      yield @server_middleware if block_given?
+      @server_middleware
+    end
+
     # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
     def redis? = !self[:redis_url].nil?
 
@@ -102,7 +122,7 @@ module Jiggler
     end
 
     def freeze
-      [@file, @code, @flags].each(&:freeze)
+      [@file, @code, @flags, *@handlers.values, @client_middleware, @server_middleware].each(&:freeze)
       super
     end
 
@@ -113,6 +133,7 @@ module Jiggler
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then ENV["REDIS_URL"]
       when :sqlite_path then ENV["JIGGLER_SQLITE_PATH"] || "./jiggler.sqlite3"
+      when :error_handlers, :death_handlers then @handlers[key]
       else DEFAULTS.fetch(key) { raise InvalidError, Rules.unknown_key_message(key) }
       end
     end
