@@ -23,7 +23,7 @@ module Jiggler
     # @returns [Array(String)] the job ids.
     def push(name, args_list, options, at: nil)
       middleware = Jiggler.config.client_middleware
-      return push_jobs(jobs(name, args_list, options, at), batch: options) unless middleware.empty?
+      return push_jobs(build(name, args_list, options, at), batch: options) unless middleware.empty?
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
@@ -53,7 +53,7 @@ module Jiggler
 
     # The payload Hashes `push` writes, one per argument list, with "at" when they run later.
     # @returns [Array(Hash)]
-    def jobs(name, args_list, options, at)
+    def build(name, args_list, options, at)
       now = Time.now.to_f
       scheduled = at && at > now
       job_ids(args_list.size).each_with_index.map do |jid, index|
