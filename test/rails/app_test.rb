@@ -15,6 +15,15 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
 
   def events(name, job_class) = RailsApp.events.select { |event| event["event"] == name && event["class"] == job_class }
 
+  # A dashboard page through the app's routes, as a browser would get it.
+  def dashboard(path)
+    status, _, body = Rails.application.call(Rack::MockRequest.env_for("/jiggler#{path}", "HTTP_HOST" => "localhost"))
+    assert_equal 200, status
+    body.each.to_a.join
+  ensure
+    body&.close # ends the request's executor run, which holds Active Record's query cache until then
+  end
+
   def dead_jobs = Jiggler.store.set_entries(:dead).map { |payload, _| Jiggler::Payload.load(payload) }
 
   it "runs perform_later from the app in the server, with the effect in the app's database" do
@@ -58,6 +67,9 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
     wait_for(message: "the death event") { events("death.jiggler", "DoomedJob").any? }
     report = RailsApp.events.find { |event| event["event"] == "report" && event["error"] == "DoomedJob::Broken" }
     assert_equal({"class" => "DoomedJob", "jid" => job["jid"], "queue" => "default"}, report["context"].slice("class", "jid", "queue"))
+    page = dashboard("/dead?filter=#{job["jid"]}")
+    assert_includes page, "DoomedJob"
+    assert_includes page, "d1 cannot work"
   end
 
   it "discards a discard_on job without a dead entry" do
@@ -135,11 +147,7 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
 
   it "follows Rails.logger and mounts the dashboard in the routes" do
     assert_same Rails.logger, Jiggler.logger
-    status, _, body = Rails.application.call(Rack::MockRequest.env_for("/jiggler/queues", "HTTP_HOST" => "localhost"))
-    assert_equal 200, status
-    assert_includes body.each.to_a.join, "Queues"
-  ensure
-    body&.close # ends the request's executor run, which holds Active Record's query cache until then
+    assert_includes dashboard("/queues"), "Queues"
   end
 
   it "refuses to start without the fiber isolation level, saying what to change" do

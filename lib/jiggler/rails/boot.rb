@@ -16,7 +16,7 @@ module Jiggler
       # @parameter config [Config]
       def require_app(file, config)
         if file.end_with?("config/environment.rb")
-          ENV["RAILS_ENV"] ||= config[:environment]
+          ENV["RAILS_ENV"] = config[:environment] # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
           load_railtie
         end
         require file
