@@ -47,9 +47,14 @@ module ActiveJob
         jids.compact.size
       end
 
+      # The jiggler payload of a job; its queue name and serialized arguments are checked as any jiggler job's.
+      # @raises [ArgumentError] naming the problem.
       def payload(job, at)
         data = job.serialize
-        payload = {"jid" => SecureRandom.hex(12), "name" => data.fetch("job_class"), "args" => data.delete("arguments"),
+        name = data.fetch("job_class")
+        Jiggler::Job::Options.check(:queue, job.queue_name.to_s)
+        Jiggler::Payload.check_args!(name, data["arguments"])
+        payload = {"jid" => SecureRandom.hex(12), "name" => name, "args" => data.delete("arguments"),
                    "queue" => job.queue_name.to_s, "retries" => 0, "created_at" => Time.now.to_f,
                    "wrapper" => JobWrapper.name, "active_job" => data}
         payload["at"] = at if at
