@@ -97,6 +97,18 @@ module Jiggler
       @server_middleware
     end
 
+    # What each job runs inside, from the lookup of its class to the record of its outcome: an object whose
+    # `call { ... }` yields once (the Rails integration sets the app's executor, or reloader where code reloads). Nil:
+    # nothing.
+    attr_reader :job_wrapper
+
+    # @parameter wrapper [#call | Nil]
+    # @raises [InvalidError] when it does not respond to #call.
+    def job_wrapper=(wrapper)
+      raise InvalidError, "job_wrapper must respond to #call (got #{wrapper.inspect})" unless wrapper.nil? || wrapper.respond_to?(:call)
+      @job_wrapper = wrapper
+    end
+
     # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
     def redis? = !self[:redis_url].nil?
 

@@ -65,6 +65,27 @@ describe "middleware" do
     end
   end
 
+  describe "the job wrapper" do
+    it "runs around the whole job, from the lookup of its class to its failure record" do
+      wrapper = Object.new
+      def wrapper.call
+        MiddlewareTest::SEEN << :enter
+        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome&.at(1)] }
+      end
+      Jiggler.configure { |config| config.job_wrapper = wrapper }
+      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), config: Jiggler.config.freeze)
+      run = ->(name) { processor.call(Jiggler::Server::Fetched.new("1|q", Jiggler::Payload.dump({"jid" => "j", "name" => name, "args" => [2]}))) }
+      run.call("MiddlewareTest::Work")
+      run.call("MiddlewareTest::Missing")
+      assert_equal [:enter, [:perform, 2], [:leave, nil], :enter, [:leave, "retry"]], MiddlewareTest::SEEN
+    end
+
+    it "must respond to call" do
+      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.config.job_wrapper = :executor }
+      assert_includes error.message, "job_wrapper must respond to #call"
+    end
+  end
+
   describe "the server chain" do
     it "runs around perform with the job instance, its payload and queue" do
       Jiggler.configure { |config| config.server_middleware { |chain| chain.add(MiddlewareTest::Around) } }

@@ -4,6 +4,7 @@
 # server process running the jobs, their effects checked in the app's database. `rake test:rails` runs this file
 # under each Rails version (gemfiles/) and on each store (JIGGLER_TEST_STORE=sqlite, redis).
 require_relative "rails_helper"
+require "fileutils"
 require "jiggler/testing"
 
 Jiggler::Testing.disable! # jobs go to the real store, except in the tests that switch to fake mode for a block
@@ -153,6 +154,42 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
   it "follows Rails.logger and mounts the dashboard in the routes" do
     assert_same Rails.logger, Jiggler.logger
     assert_includes dashboard("/queues"), "Queues"
+  end
+
+  it "runs each job in the executor, eager-loaded outside development, and in the reloader in development" do
+    server
+    servers = %w[development test].map do |env|
+      RailsApp.start_server("-c", "2", "-q", "probe-#{env}", env: {"RAILS_ENV" => env})
+    end
+    servers.each { |process| wait_for(timeout: 60, message: "the server start\n#{process.log}") { process.log.include?("started:") } }
+    ProbeJob.with_options(queue: "probe-production").enqueue("production") # the shared server works this queue too
+    %w[development test].each { |env| ProbeJob.with_options(queue: "probe-#{env}").enqueue(env) }
+    probes = Event.where(kind: "probe").where("note LIKE 'production %' OR note LIKE 'development %' OR note LIKE 'test %'")
+    wait_for(timeout: 20, message: "the probes") { probes.count == 3 }
+    notes = probes.pluck(:note).sort
+    assert_equal ["development development true true false 1", "production production true false true 1",
+      "test test true false true 1"], notes
+  ensure
+    servers&.each(&:kill)
+  end
+
+  it "reloads edited job code in development, between jobs" do
+    app = File.join(RailsApp::TMP, "app-copy")
+    FileUtils.cp_r(RailsApp::DIR, app)
+    process = ServerProcess.new("-r", app, "-c", "2", "-q", "reload", namespace: RailsApp::NAMESPACE,
+      env: RailsApp.env.merge("RAILS_ENV" => "development")).start
+    wait_for(timeout: 60, message: "the server start\n#{process.log}") { process.log.include?("started:") }
+    probe = ->(note) { ProbeJob.with_options(queue: "reload").enqueue(note) }
+    probe.call("before")
+    wait_for(message: "the first probe\n#{process.log}") { Event.where(kind: "probe").where("note LIKE 'before %'").exists? }
+    file = File.join(app, "app", "jobs", "probe_job.rb")
+    File.write(file, File.read(file).sub("VERSION = 1", "VERSION = 2"))
+    File.utime(Time.now, Time.now, file) # newer than the copy the server loaded (Rails ignores times in the future)
+    probe.call("after")
+    note = wait_for(message: "the second probe\n#{process.log}") { Event.where(kind: "probe").where("note LIKE 'after %'").pick(:note) }
+    assert_equal "after development true true false 2", note
+  ensure
+    process&.kill
   end
 
   it "refuses to start without the fiber isolation level, saying what to change" do

@@ -38,7 +38,8 @@ module RailsApp
 
   # The shared server, started on first use (JSON log lines, so tests can read them).
   def server
-    @server ||= start_server("-c", CONCURRENCY.to_s).tap do |server|
+    queues = %w[default bulk ledger probe-production].flat_map { |queue| ["-q", queue] }
+    @server ||= start_server("-c", CONCURRENCY.to_s, *queues).tap do |server|
       Minitest.after_run { server.kill }
       Waiting.wait_until(60) { server.log.include?("started:") || !server.running? }
       raise "the jiggler server did not start:\n#{server.log}" unless server.running?
@@ -47,7 +48,7 @@ module RailsApp
 
   # Starts `jiggler -r test/rails/app` with extra flags and environment.
   def start_server(*args, env: {})
-    ServerProcess.new("-r", "test/rails/app", "-q", "default", "-q", "bulk", "-q", "ledger", *args,
+    ServerProcess.new("-r", "test/rails/app", *args,
       namespace: NAMESPACE, env: self.env.merge("JIGGLER_LOG_FORMAT" => "json").merge(env)).start
   end
 

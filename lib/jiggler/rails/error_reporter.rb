@@ -4,7 +4,7 @@ module Jiggler
   module Rails
     # The error handler a Rails app gets by default: reports every failure to `Rails.error` (and so to Sentry,
     # Honeybadger, Bugsnag or any subscriber), unhandled, with the job as context. Rails reports an error once, so
-    # one the executor already reported is not reported again.
+    # one already reported (by the job itself, say) is not reported again.
     class ErrorReporter
       def call(error, context)
         job = context[:job]

@@ -22,11 +22,13 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      # @parameter config [Config] its server middleware and error and death handlers.
+      # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
       def initialize(logger:, interrupted: -> { true }, config: Jiggler.config)
         @logger = logger
         @interrupted = interrupted
         @classes = {}
+        @reloads = Job.reloads
+        @wrapper = config.job_wrapper
         @middleware = config.server_middleware unless config.server_middleware.empty?
         @handlers = Handlers.new(config, logger)
       end
@@ -39,7 +41,7 @@ module Jiggler
         @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
         Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record[3]), error) }
       else
-        perform(fetched, job)
+        @wrapper ? @wrapper.call { perform(fetched, job) } : perform(fetched, job)
       end
 
       private
@@ -47,6 +49,7 @@ module Jiggler
       def perform(fetched, job)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
         @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
+        forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
         klass, method, arity, ttl = @classes[name] ||= resolve(name)
         args = arguments(job, method, arity)
@@ -117,6 +120,12 @@ module Jiggler
         end
         jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
         Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
+      end
+
+      # Empties the cache of job classes once the app's code was reloaded, so new jobs run the new code.
+      def forget_classes
+        @classes.clear
+        @reloads = Job.reloads
       end
 
       # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.

@@ -12,6 +12,7 @@ module Shop
     config.load_defaults Rails::VERSION::STRING.to_f
     config.root = File.expand_path("..", __dir__)
     config.eager_load = Rails.env.production?
+    config.enable_reloading = Rails.env.development?
     config.secret_key_base = "a" * 64
     config.logger = ActiveSupport::Logger.new(ENV.fetch("APP_LOG", File::NULL))
     config.log_level = :info
