@@ -14,16 +14,19 @@ module Jiggler
   module Instrumentation
     # Client middleware: `enqueue.jiggler`.
     class Enqueue
+      # Publishes the event around the rest of the client chain.
       def call(job, queue, &block) = ActiveSupport::Notifications.instrument("enqueue.jiggler", job: job, queue: queue, &block)
     end
 
     # Server middleware: `perform.jiggler`.
     class Perform
+      # Publishes the event around the rest of the server chain.
       def call(_instance, job, queue, &block) = ActiveSupport::Notifications.instrument("perform.jiggler", job: job, queue: queue, &block)
     end
 
     # An error handler: `retry.jiggler` for a failure that leaves the job retrying (a dead one is DeathEvent's).
     class RetryEvent
+      # Publishes the event unless the job is dead.
       def call(error, context)
         job = context[:job]
         ActiveSupport::Notifications.instrument("retry.jiggler", job: job, error: error) unless job.key?("died_at")
@@ -32,6 +35,7 @@ module Jiggler
 
     # A death handler: `death.jiggler`.
     class DeathEvent
+      # Publishes the event.
       def call(job, error) = ActiveSupport::Notifications.instrument("death.jiggler", job: job, error: error)
     end
 

@@ -31,8 +31,10 @@ module Jiggler
       # Sends jobs to the real store; with a block, only while it runs.
       def disable!(&block) = switch(:disabled, &block)
 
+      # Whether jobs are kept in memory.
       def fake? = @mode == :fake
 
+      # Whether jobs run as they are enqueued.
       def inline? = @mode == :inline
 
       # Whether jobs are kept from the real store (fake or inline).

@@ -64,6 +64,7 @@ module Jiggler
       # @returns [Array(Class)]
       def classes = @entries.map(&:klass)
 
+      # Whether the chain has no middleware (callers then skip it).
       def empty? = @entries.empty?
 
       # Removes every middleware.

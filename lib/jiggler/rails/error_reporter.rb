@@ -6,6 +6,7 @@ module Jiggler
     # Honeybadger, Bugsnag or any subscriber), unhandled, with the job as context. Rails reports an error once, so
     # one already reported (by the job itself, say) is not reported again.
     class ErrorReporter
+      # Reports one failure, as every error handler is called.
       def call(error, context)
         job = context[:job]
         details = {"class" => job["name"], "jid" => job["jid"], "queue" => context[:queue], "attempt" => job["attempt"]}

@@ -11,6 +11,7 @@ module Jiggler
         @wrapper = app.config.reloading_enabled? ? app.reloader : app.executor
       end
 
+      # Runs a job inside the executor or reloader.
       def call(&block) = @wrapper.wrap(source: "jiggler", &block)
     end
   end

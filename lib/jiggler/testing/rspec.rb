@@ -27,18 +27,22 @@ module Jiggler
       # Expects this many matching jobs.
       def times(count) = tap { @count = count }
 
+      # Whether a kept job of `job_class` matches (exactly `times` of them when given).
       def matches?(job_class)
         @query = Query.new(job_class, args: @args, queue: @queue, at: @at)
         @count ? @query.matches.size == @count : @query.matches.any?
       end
 
+      # What the matcher expects, for RSpec's output.
       def description = "have enqueued #{@query&.description || "a job"}"
 
+      # What was expected, and what was kept instead.
       def failure_message
         expected = @count ? "#{@count} of #{@query.description}" : @query.description
         "expected #{expected}; #{@query.found}"
       end
 
+      # What was not expected, and what was kept.
       def failure_message_when_negated = "expected no #{@query.description.delete_prefix("a ")}; #{@query.found}"
     end
 
