@@ -97,3 +97,5 @@ module Jiggler
   end
   private_constant :ClientSettings
 end
+
+require_relative "jiggler/railtie" if defined?(Rails::Railtie)

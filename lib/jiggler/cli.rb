@@ -4,6 +4,7 @@ require "optparse"
 require "stringio"
 require_relative "../jiggler"
 require_relative "config/yaml_file"
+require_relative "rails/boot"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
@@ -95,6 +96,7 @@ module Jiggler
       config.apply_flags(flags)
       load_config_file(config, flags[:config_file] || config[:config_file] || default_config_file)
       load_app(config[:require])
+      Rails::Boot.prepare(config) if Rails::Boot.app?
       load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
@@ -114,7 +116,7 @@ module Jiggler
       raise StartError, "nothing to load: pass the file that defines your jobs with -r FILE" unless path
       file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
       raise StartError, "cannot load #{file}: no such file" unless ::File.file?(file)
-      require ::File.expand_path(file)
+      Rails::Boot.require_app(::File.expand_path(file), Jiggler.config)
     rescue SystemExit, SignalException, StartError
       raise
     rescue Exception => error # rubocop:disable Lint/RescueException -- whatever the file raises becomes one line

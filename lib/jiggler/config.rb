@@ -3,6 +3,7 @@
 require_relative "error"
 require_relative "config/rules"
 require_relative "config/former_settings"
+require_relative "middleware/chain"
 
 module Jiggler
   # Jiggler's settings, shared by the client and the server.
@@ -36,7 +37,9 @@ module Jiggler
       max_crashes: 3,
       sqlite_path: nil,
       sqlite_synchronous: "normal",
-      done_retention: 3600
+      done_retention: 3600,
+      error_handlers: [].freeze,
+      death_handlers: [].freeze
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
@@ -46,6 +49,9 @@ module Jiggler
       @file = {}
       @code = {}
       @flags = {}
+      @handlers = {error_handlers: [], death_handlers: []}
+      @client_middleware = Middleware::Chain.new
+      @server_middleware = Middleware::Chain.new
     end
 
     # Reads a setting.
@@ -81,6 +87,32 @@ module Jiggler
       self[:queues].map(&:first)
     end
 
+    # The chain around every enqueue (see Middleware::Chain); yields it when given a block.
+    # @returns [Middleware::Chain]
+    def client_middleware
+      yield @client_middleware if block_given?
+      @client_middleware
+    end
+
+    # The chain around every perform on the server; yields it when given a block.
+    # @returns [Middleware::Chain]
+    def server_middleware
+      yield @server_middleware if block_given?
+      @server_middleware
+    end
+
+    # What each job runs inside, from the lookup of its class to the record of its outcome: an object whose
+    # `call { ... }` yields once (the Rails integration sets the app's executor, or reloader where code reloads). Nil:
+    # nothing.
+    attr_reader :job_wrapper
+
+    # @parameter wrapper [#call | Nil]
+    # @raises [InvalidError] when it does not respond to #call.
+    def job_wrapper=(wrapper)
+      raise InvalidError, "job_wrapper must respond to #call (got #{wrapper.inspect})" unless wrapper.nil? || wrapper.respond_to?(:call)
+      @job_wrapper = wrapper
+    end
+
     # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
     def redis? = !self[:redis_url].nil?
 
@@ -106,7 +138,7 @@ module Jiggler
     end
 
     def freeze
-      [@file, @code, @flags].each(&:freeze)
+      [@file, @code, @flags, *@handlers.values, @client_middleware, @server_middleware].each(&:freeze)
       super
     end
 
@@ -117,6 +149,7 @@ module Jiggler
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
       when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
+      when :error_handlers, :death_handlers then @handlers[key]
       else DEFAULTS.fetch(key) { renamed(key) }
       end
     end

@@ -28,7 +28,9 @@ describe Jiggler::Config do
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
       [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
-    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
+    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]],
+    error_handlers: ["an Array of objects that respond to #call", [nil, -> {}, ["handler"], [nil]]],
+    death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]]
   }
 
   def with_env(values)
@@ -135,7 +137,7 @@ describe Jiggler::Config do
       values = {client_concurrency: 12, concurrency: 1, timeout: 0.5, stats_interval: 12, poll_interval: 0.1,
                 dead_timeout: 3600, dead_max_jobs: 5, client_async: true, poller_enabled: false, namespace: "app",
                 environment: "myenv", require: "./jobs.rb", redis_url: "redis://localhost:6379/1",
-                config_file: "./jiggler.yml", client_redis_pool: pool}
+                config_file: "./jiggler.yml", client_redis_pool: pool, error_handlers: [->(_, _) {}], death_handlers: [method(:puts)]}
       values.each { |key, value| config[key] = value }
       values.each { |key, value| assert_equal value, config[key], key.inspect }
     end
