@@ -3,9 +3,10 @@
 require "fileutils"
 require "tmpdir"
 require "jiggler"
+require "jiggler/store/sqlite"
 
 # A store a loop under test works on, which the test can make unreachable (`break!`) and bring back (`repair!`): on
-# Redis, a redis-server of its own stopped and started again on its port with its data; on SQLite, a file whose
+# Redis, a redis-server of its own stopped and started again on its port (empty: no test here needs its data back); on SQLite, a file whose
 # directory is moved away and a plain file put in its place, so that opening it fails (a directory would be created
 # again), then put back. The SQLite store holds its file open once it has it, so `break!` also closes the store.
 module BreakableStore
@@ -16,7 +17,7 @@ module BreakableStore
 
   class Redis
     def initialize(namespace)
-      @server = RedisServer.new(appendonly: true).start
+      @server = RedisServer.new.start
       @config = Jiggler::Config.new.tap do |config|
         config[:redis_url] = @server.url
         config[:namespace] = namespace

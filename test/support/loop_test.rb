@@ -46,7 +46,11 @@ module LoopTest
 
   # Runs the block in a reactor, failing the test after `timeout` seconds.
   def in_reactor(timeout: 10)
-    Sync { |task| task.with_timeout(timeout) { yield task } }
+    Sync do |task|
+      task.with_timeout(timeout) { yield task }
+    ensure
+      task.children&.each(&:stop) # a loop left running (the test failed) would keep the reactor, and the test, waiting
+    end
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
