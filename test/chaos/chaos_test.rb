@@ -75,7 +75,7 @@ StoreTarget.describe_each("jiggler under chaos") do
     actions = @store.class::ACTIONS
     plan = (actions * 2 + [:kill] * (Chaos::MIN_KILLS - 2)).shuffle(random: @rng)
     until (plan.empty? && finished?) || Chaos.now > deadline
-      act(plan.shift || actions.sample(random: @rng))
+      act(plan.shift || @store.class::SAMPLED.sample(random: @rng))
       replace_exited
       sleep(0.7 + @rng.rand * 0.6)
     end

@@ -10,6 +10,8 @@ module Chaos
   # every write); its faults cut every connection, stall Redis and restart it.
   class RedisStore
     ACTIONS = %i[kill client_kill stall redis_restart].freeze
+    # What the chaos picks from once its plan (each action twice) is done.
+    SAMPLED = ACTIONS
 
     attr_reader :outages
 
@@ -151,6 +153,8 @@ module Chaos
   # for a while and every registration expires, as with Redis down).
   class SQLiteStore
     ACTIONS = %i[kill lock long_lock].freeze
+    # The long lock (6 s) happens twice, as planned, and no more: the run stays about a minute.
+    SAMPLED = %i[kill lock].freeze
     LONG_LOCK = 6
     LIVE = "state IN ('queued', 'in_flight', 'scheduled', 'retry', 'dead')"
 
