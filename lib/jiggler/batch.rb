@@ -2,7 +2,7 @@
 
 require "securerandom"
 require_relative "payload"
-require_relative "server/fetched"
+require_relative "store/fetched"
 require_relative "server/failure"
 
 module Jiggler
@@ -60,8 +60,8 @@ module Jiggler
       items.each do |item|
         jobs << Payload.load(item)
       rescue Payload::MalformedError => error
-        record = Server::Failure.malformed(Server::Fetched.new("|#{queue}", item), error, now)
-        unreadable << [item, record.last]
+        record = Server::Failure.malformed(Store::Fetched.new(nil, queue, item), error, now)
+        unreadable << [item, record.payload]
       end
       [jobs, unreadable]
     end

@@ -2,6 +2,7 @@
 
 require "securerandom"
 require_relative "../payload"
+require_relative "../store/failed"
 
 module Jiggler
   module Server
@@ -14,23 +15,23 @@ module Jiggler
 
       module_function
 
-      # @parameter field [String] the job's in-flight field.
+      # @parameter fetched [Store::Fetched] the job as it was fetched.
       # @parameter job [Hash] the parsed payload; changed in place.
       # @parameter error [Exception]
       # @parameter now [Float] epoch seconds.
-      # @returns [Array] in-flight field, "retry" or "dead", score and payload, as Store#fail takes them.
-      def record(field, job, error, now)
+      # @returns [Store::Failed] as Store#fail takes it.
+      def record(fetched, job, error, now)
         attempt = count(job["attempt"]) + 1
         describe(job, error, attempt, now)
         retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
-        return dead(field, job, now) if attempt > retries
-        [field, "retry", now + delay(attempt), Payload.dump(job)]
+        return dead(fetched, job, now) if attempt > retries
+        Store::Failed.new(fetched: fetched, set: :retry, at: now + delay(attempt), payload: Payload.dump(job))
       end
 
       # The record for a job sent straight to the dead set, whatever its retries.
-      def kill(field, job, error, now)
+      def kill(fetched, job, error, now)
         describe(job, error, count(job["attempt"]), now)
-        dead(field, job, now)
+        dead(fetched, job, now)
       end
 
       # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
@@ -38,7 +39,7 @@ module Jiggler
         job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => fetched.queue,
                "raw" => utf8(fetched.payload)}
         describe(job, error, 1, now)
-        dead(fetched.field, job, now)
+        dead(fetched, job, now)
       end
 
       # Seconds before retry number `attempt` (1-based): attempt**4 + 15 plus up to 10 * attempt of jitter, so that
@@ -74,9 +75,9 @@ module Jiggler
         text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
       end
 
-      def dead(field, job, now)
+      def dead(fetched, job, now)
         job["died_at"] = now
-        [field, "dead", now, Payload.dump(job)]
+        Store::Failed.new(fetched: fetched, set: :dead, at: now, payload: Payload.dump(job))
       end
     end
   end

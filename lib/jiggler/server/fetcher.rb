@@ -3,7 +3,6 @@
 require "set"
 require "async/notification"
 require "async/task"
-require_relative "fetched"
 require_relative "outage"
 
 module Jiggler
@@ -33,7 +32,6 @@ module Jiggler
         @changed = Async::Notification.new
         @acks = []
         @failures = []
-        @token = 0
         @state = :running
         @pushed = true
       end
@@ -50,10 +48,10 @@ module Jiggler
       end
 
       # Records a finished job, to be acknowledged (or moved to retry or dead) with the next round trip.
-      # @parameter fetched [Fetched]
-      # @parameter failure [Array | Nil] the failure record, when the job failed.
+      # @parameter fetched [Store::Fetched]
+      # @parameter failure [Store::Failed | Nil] the failure record, when the job failed.
       def done(fetched, failure)
-        failure ? @failures << failure : @acks << fetched.field
+        failure ? @failures << failure : @acks << fetched.handle
         @changed.signal
       end
 
@@ -107,12 +105,7 @@ module Jiggler
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        # The tokens are spent before the call: if its reply is lost, a retry must not reuse (and overwrite) the
-        # in-flight records it may have written; `reconcile` puts those jobs back.
-        token = @token
-        @token += limit
-        reply = @store.fetch(@process, @queues, limit: limit, token: token, acks: acks, reliable: @reliable)
-        reply.each_slice(2).map { |field, payload| Fetched.new(field, payload) }
+        @store.fetch(@process, @queues, limit: limit, acks: acks, reliable: @reliable)
       rescue
         @acks.unshift(*acks)
         raise
@@ -122,10 +115,10 @@ module Jiggler
       # received would stay there for good. Put those back in their queues.
       def reconcile
         return unless @reliable
-        known = (@workers.assigned_fields + @acks + @failures.map(&:first)).to_set
-        stray = @store.in_flight(@process).keys.reject { |field| known.include?(field) }
+        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle }).to_set
+        stray = @store.in_flight(@process).reject { |job| known.include?(job.handle) }
         return if stray.empty?
-        @store.requeue(@process, stray.to_h { |field| [field, nil] })
+        @store.requeue(@process, stray)
         @logger.warn("fetcher: #{stray.size} jobs taken during the outage never arrived; they are back in their queues")
       end
 

@@ -27,8 +27,8 @@ module Jiggler
         @classes = {}
       end
 
-      # @parameter fetched [Fetched]
-      # @returns [Array | Nil] nil when the job succeeded, else its failure record for Store#fail.
+      # @parameter fetched [Store::Fetched]
+      # @returns [Store::Failed | Nil] nil when the job succeeded, else its failure record for Store#fail.
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
@@ -61,8 +61,8 @@ module Jiggler
       end
 
       def failed(fetched, job, error)
-        record = Failure.record(fetched.field, job, error, Time.now.to_f)
-        dead = record[1] == "dead"
+        record = Failure.record(fetched, job, error, Time.now.to_f)
+        dead = record.dead?
         @logger.error do
           "#{dead ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
             "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"

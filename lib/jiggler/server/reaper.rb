@@ -2,7 +2,7 @@
 
 require_relative "periodic"
 require_relative "failure"
-require_relative "fetched"
+require_relative "../store/fetched"
 require_relative "../payload"
 
 module Jiggler
@@ -72,17 +72,17 @@ module Jiggler
       def sort(held)
         now = Time.now.to_f
         poisoned = []
-        requeued = {}
-        held.each do |field, payload|
-          job = Payload.load(payload)
+        requeued = []
+        held.each do |fetched|
+          job = Payload.load(fetched.payload)
           job["crashes"] = Failure.count(job["crashes"]) + 1
           if job["crashes"] >= @max_crashes
-            poisoned << Failure.kill(field, job, poison_error(job), now)
+            poisoned << Failure.kill(fetched, job, poison_error(job), now)
           else
-            requeued[field] = Payload.dump(job)
+            requeued << Store::Fetched.new(fetched.handle, fetched.queue, Payload.dump(job))
           end
         rescue => error # unreadable, or a payload whose fields jiggler cannot use
-          poisoned << Failure.malformed(Fetched.new(field, payload), error, now)
+          poisoned << Failure.malformed(fetched, error, now)
         end
         [poisoned, requeued]
       end

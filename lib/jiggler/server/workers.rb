@@ -39,7 +39,7 @@ module Jiggler
       end
 
       # Hands fetched jobs to the workers.
-      # @parameter jobs [Array(Fetched)]
+      # @parameter jobs [Array(Store::Fetched)]
       def assign(jobs)
         @jobs.concat(jobs)
         jobs.size.times do
@@ -51,7 +51,7 @@ module Jiggler
       # How many more jobs the workers can take without anything waiting.
       def free = @concurrency - @busy - @jobs.size
 
-      # The jobs running now, by in-flight field: queue, payload and start time (epoch seconds).
+      # The jobs running now, by handle: queue, payload and start time (epoch seconds).
       # @returns [Hash] a new one, safe to read from another thread.
       def current_jobs
         @slots.each_with_index.with_object({}) do |(job, index), jobs|
@@ -59,15 +59,15 @@ module Jiggler
           # Read from another thread, a worker may move on between the two reads; a job still in its slot after
           # them started at `run_at` (each Fetched is run once, and its start is written before it).
           next unless job && @slots[index].equal?(job)
-          jobs[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
+          jobs[job.handle] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
         end
       end
 
-      # The in-flight fields of the jobs assigned to the workers, running or waiting.
-      def assigned_fields = @slots.compact.map(&:field) + @jobs.map(&:field)
+      # The handles of the jobs assigned to the workers, running or waiting.
+      def assigned_handles = @slots.compact.map(&:handle) + @jobs.map(&:handle)
 
       # Takes back the jobs that were assigned but have not started.
-      # @returns [Array(Fetched)]
+      # @returns [Array(Store::Fetched)]
       def drain
         jobs = @jobs.dup
         @jobs.clear

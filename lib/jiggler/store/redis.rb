@@ -8,6 +8,7 @@ require_relative "redis/batches"
 require_relative "../payload"
 require_relative "../error"
 require_relative "connection_error"
+require_relative "fetched"
 
 module Jiggler
   module Store
@@ -40,6 +41,7 @@ module Jiggler
         @checkout = pool.respond_to?(:acquire) ? :acquire : :with
         @keys = Keys.new(namespace)
         @config = config
+        @tokens = Hash.new(0)
       end
 
       # A human name for logs.
@@ -75,45 +77,51 @@ module Jiggler
       # @parameter process [String] the fetching process's id.
       # @parameter queues [Array(String)] queue names in priority order.
       # @parameter limit [Integer] at most this many jobs (0 only acknowledges).
-      # @parameter token [Integer] the first unused in-flight token of this process.
-      # @parameter acks [Array(String)] in-flight fields of jobs that finished.
+      # @parameter acks [Array(String)] handles of jobs that finished.
       # @parameter reliable [Boolean] record fetched jobs in flight (at-least-once).
-      # @returns [Array(String)] in-flight field and payload, alternating.
-      def fetch(process, queues, limit:, token:, acks: [], reliable: true)
+      # @returns [Array(Fetched)] handles are in-flight fields, "token|queue".
+      def fetch(process, queues, limit:, acks: [], reliable: true)
         keys = [@keys.in_flight(process), @keys.processed, @keys.paused, *queues.map { |name| @keys.queue(name) }]
+        # Tokens are spent before the call: if its reply is lost, the next fetch must not reuse (and overwrite) the
+        # in-flight records it may have written.
+        token = @tokens[process]
+        @tokens[process] = token + limit
         argv = [limit, token, reliable ? 1 : 0, acks.size, *acks, *queues]
-        with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) }
+        fetched(with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) })
       end
 
       # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
-      # @returns [Integer] how many moved (a job no longer in flight is skipped).
-      # @parameter failures [Array([String, String, Float, String])] in-flight field, "retry" or "dead", score, payload.
+      # @parameter failures [Array(Failed)]
       # @parameter dead_cutoff [Float] dead jobs older than this epoch time are dropped.
       # @parameter dead_max [Integer] the dead set keeps at most this many jobs.
+      # @returns [Integer] how many moved (a job no longer in flight is skipped).
       def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
         keys = [@keys.in_flight(process), @keys.retry, @keys.dead, @keys.failures]
-        with { |redis| SCRIPTS[:fail].call(redis, keys, [reliable ? 1 : 0, dead_cutoff, dead_max, *failures.flatten(1)]) }
+        argv = [reliable ? 1 : 0, dead_cutoff, dead_max]
+        failures.each { |failed| argv.push(failed.fetched.handle.to_s, failed.set.to_s, failed.at, failed.payload) }
+        with { |redis| SCRIPTS[:fail].call(redis, keys, argv) }
       end
 
       # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
-      # @parameter jobs [Hash(String, String) | Nil] in-flight fields to the payload to push instead of the recorded
-      #   one (nil: as recorded); nil means every job the process holds.
+      # @parameter jobs [Array(Fetched) | Nil] the jobs, each with the payload to push; nil: every job the process
+      #   holds, as recorded.
       # @returns [Integer] how many jobs went back.
       def requeue(process, jobs = nil)
         key = @keys.in_flight(process)
         with do |redis|
-          jobs ||= redis.call("HKEYS", key).to_h { |field| [field, nil] }
+          moves = jobs&.map { |job| [job.handle, job.queue, job.payload.to_s] }
+          moves ||= redis.call("HKEYS", key).map { |field| [field, field.split("|", 2).last, ""] }
           # Newest first: each goes to the head of its queue, so the first fetched ends up first again.
-          jobs.sort_by { |field, _| -field.to_i }.each_slice(CHUNK).sum do |slice|
-            move(redis, key, "in_flight", slice.map { |field, payload| [field, field.split("|", 2).last, payload.to_s] })
-          end
+          moves.sort_by { |field, _| -field.to_i }.each_slice(CHUNK).sum { |slice| move(redis, key, "in_flight", slice) }
         end
       end
 
       # The jobs a process holds in flight.
-      # @returns [Hash(String, String)] in-flight field to payload.
+      # @returns [Array(Fetched)]
       def in_flight(process)
-        with { |redis| redis.call("HGETALL", @keys.in_flight(process)) }
+        with { |redis| redis.call("HGETALL", @keys.in_flight(process)) }.map do |field, payload|
+          Fetched.new(field, field.split("|", 2).last, payload)
+        end
       end
 
       # How many jobs a process holds in flight.
@@ -212,6 +220,19 @@ module Jiggler
       end
 
       private
+
+      # The jobs of a fetch.lua reply: per queue, its name and its in-flight fields and payloads.
+      def fetched(reply)
+        jobs = []
+        reply.each_slice(2) do |queue, taken|
+          index = 0
+          while index < taken.size
+            jobs << Fetched.new(taken[index], queue, taken[index + 1])
+            index += 2
+          end
+        end
+        jobs
+      end
 
       def subscribe
         raise ConnectionError, "no Redis config to subscribe with" unless @config

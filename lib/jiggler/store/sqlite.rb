@@ -5,6 +5,7 @@ require_relative "../job_queue"
 require_relative "../payload"
 require_relative "../error"
 require_relative "connection_error"
+require_relative "fetched"
 require_relative "sqlite/admin"
 require_relative "sqlite/batches"
 
@@ -62,53 +63,55 @@ module Jiggler
 
       # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
       # skipped.
-      # @returns [Array(String)] in-flight field ("id|queue") and payload, alternating.
-      def fetch(process, queues, limit:, token:, acks: [], reliable: true)
+      # @returns [Array(Fetched)] handles are row ids.
+      def fetch(process, queues, limit:, acks: [], reliable: true)
         write do |queue_db|
           acknowledge(queue_db, process, acks, reliable)
           fetched = []
           queues.each do |queue|
             break if limit <= 0
             rows = take(queue_db, process, queue, limit, reliable)
-            rows.each { |id, payload| fetched.push("#{id}|#{queue}", payload) }
+            rows.each { |id, payload| fetched << Fetched.new(id, queue, payload) }
             limit -= rows.size
           end
           started = {"type" => "started", "process" => process}
-          queue_db.add_events(fetched.each_slice(2).map { |field, _| [field.to_i, started] }) if reliable
+          queue_db.add_events(fetched.map { |job| [job.handle, started] }) if reliable
           fetched
         end
       end
 
       # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+      # @parameter failures [Array(Failed)]
       # @returns [Integer] how many moved (a job no longer in flight is skipped).
       def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
         write do |queue_db|
-          moved = failures.count { |field, set, score, payload| fail_one(queue_db, process, field.to_i, set, score, payload, reliable) }
+          moved = failures.count { |failed| fail_one(queue_db, process, failed, reliable) }
           count(queue_db.db, "failures", moved)
-          trim_dead(queue_db, dead_cutoff, dead_max) if failures.any? { |_, set| set == "dead" }
+          trim_dead(queue_db, dead_cutoff, dead_max) if failures.any?(&:dead?)
           moved
         end
       end
 
       # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
-      # @parameter jobs [Hash(String, String) | Nil] fields to replacement payloads (nil: as recorded); nil means all.
+      # @parameter jobs [Array(Fetched) | Nil] the jobs, each with the payload to push; nil: every job the process
+      #   holds, as recorded.
       def requeue(process, jobs = nil)
         write do |queue_db|
-          jobs ||= in_flight(process).transform_values { nil }
-          jobs.sum do |field, payload|
+          jobs ||= in_flight(process)
+          jobs.sum do |job|
             queue_db.db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
-              "WHERE id = ? AND state = 'in_flight' AND owner = ?", [payload, field.to_i, process])
+              "WHERE id = ? AND state = 'in_flight' AND owner = ?", [job.payload, job.handle, process])
             moved = queue_db.db.changes
-            queue_db.add_event(field.to_i, {"type" => "requeued", "process" => process}) if moved == 1
+            queue_db.add_event(job.handle, {"type" => "requeued", "process" => process}) if moved == 1
             moved
           end.tap { |moved| count(queue_db.db, "pushes", moved) if moved.positive? }
         end
       end
 
-      # The jobs a process holds in flight. @returns [Hash(String, String)] field to payload.
+      # The jobs a process holds in flight. @returns [Array(Fetched)]
       def in_flight(process)
         rows = with { |db| db.execute("SELECT id, queue, payload FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
-        rows.to_h { |id, queue, payload| ["#{id}|#{queue}", payload] }
+        rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
       end
 
       def in_flight_count(process)
@@ -233,14 +236,13 @@ module Jiggler
         ids
       end
 
-      def acknowledge(queue_db, process, fields, reliable)
-        return if fields.empty?
-        return count(queue_db.db, "processed", fields.size) unless reliable
+      def acknowledge(queue_db, process, ids, reliable)
+        return if ids.empty?
+        return count(queue_db.db, "processed", ids.size) unless reliable
         now = Time.now.to_f
-        finished = fields.each_slice(CHUNK).sum do |slice|
-          ids = slice.map(&:to_i)
+        finished = ids.each_slice(CHUNK).sum do |slice|
           done = queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
-            "WHERE id IN (#{(["?"] * ids.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *ids, process])
+            "WHERE id IN (#{(["?"] * slice.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *slice, process])
           queue_db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
           done.size
         end
@@ -248,21 +250,27 @@ module Jiggler
         count(queue_db.db, "processed", finished)
       end
 
-      def fail_one(queue_db, process, id, set, score, payload, reliable)
-        job = Payload.load(payload)
+      def fail_one(queue_db, process, failed, reliable)
+        set, id = failed.set.to_s, failed.fetched.handle
         if reliable
           queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
-            "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, score, payload, id, process])
+            "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, failed.at, failed.payload, id, process])
           return false unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
         else
           # At-most-once jobs left the table when they were fetched.
-          id = insert(queue_db, set, [[job["queue"], score, payload]]).first
+          id = insert(queue_db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
         end
-        queue_db.add_event(id, {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]})
-        queue_db.add_event(id, {"type" => "dead"}) if set == "dead"
+        queue_db.add_event(id, failed_event(failed.payload))
+        queue_db.add_event(id, {"type" => "dead"}) if failed.dead?
         true
+      end
+
+      # The history event of a failure: the attempt and error the payload records.
+      def failed_event(payload)
+        job = Payload.load(payload)
+        {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]}
       rescue Payload::MalformedError
-        false
+        {"type" => "failed"}
       end
 
       def enqueue_one(queue_db, id, state, payload, now)

@@ -129,7 +129,7 @@ describe "poison jobs" do
     good = raw_job("Reliability::RecordJob", ["orphan"])
     odd = raw_job("Reliability::RecordJob", ["odd"], "crashes" => [])
     store.push("default", [good, "{unreadable", odd])
-    store.fetch(dead_process, ["default"], limit: 3, token: 0)
+    store.fetch(dead_process, ["default"], limit: 3)
     redis.call("ZADD", store.keys.processes, Time.now.to_f - 60, dead_process)
     assert_equal 3, store.in_flight_count(dead_process)
 

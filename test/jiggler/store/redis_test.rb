@@ -107,7 +107,7 @@ describe Jiggler::Store::Redis do
 
     it "raises ConnectionError from a dedicated connection" do
       store = Jiggler::Store.dedicated(unreachable_config)
-      assert_raises(Jiggler::Store::Redis::ConnectionError) { store.fetch("p", ["default"], limit: 1, token: 0) }
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { store.fetch("p", ["default"], limit: 1) }
     end
   end
 end

@@ -251,7 +251,7 @@ describe "jiggler on SQLite" do
       assert_equal [victim.pid, live.pid], recorded_by("start:b")
 
       ids.each { |jid| assert_equal %w[enqueued started requeued started], history_types(jid) }
-      held = @client_store.in_flight(server_id(live)).values.map { |payload| JSON.parse(payload) }
+      held = @client_store.in_flight(server_id(live)).map { |job| JSON.parse(job.payload) }
       assert_equal ids.sort, held.map { |job| job["jid"] }.sort
       assert_equal [1, 1], held.map { |job| job["crashes"] }, "each recovery counts as a crash"
       assert_empty @client_store.in_flight(server_id(victim))
