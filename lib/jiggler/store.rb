@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "store/fetched"
+require_relative "store/failed"
 require_relative "store/redis"
 
 module Jiggler

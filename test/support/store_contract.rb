@@ -2,6 +2,8 @@
 
 require "securerandom"
 require "jiggler/payload"
+require "jiggler/job_rules"
+require "jiggler/batch"
 require "jiggler/store/fetched"
 require "jiggler/store/failed"
 
@@ -247,7 +249,7 @@ module StoreContract
       it "moves due scheduled jobs to their own queue and leaves later ones" do
         due, later = job(queue: "mail", retry_queue: "slow"), job
         subject.schedule([[now - 5, due], [now + 3_600, later]])
-        assert_equal 1, subject.enqueue_due(now)
+        assert_equal 1, enqueue_due(now)
         assert_equal({"mail" => 1}, subject.queue_sizes)
         assert_equal [later], subject.set_entries(:scheduled).map(&:first)
       end
@@ -255,7 +257,7 @@ module StoreContract
       it "moves due retries to retry_queue when set, else to queue" do
         fail_jobs([[unfetched("a"), :retry, now - 5, job(queue: "a", retry_queue: "slow")],
           [unfetched("b"), :retry, now - 5, job(queue: "b")], [unfetched("c"), :retry, now + 3_600, job(queue: "c")]], reliable: false)
-        assert_equal 2, subject.enqueue_due(now)
+        assert_equal 2, enqueue_due(now)
         assert_equal({"b" => 1, "slow" => 1}, subject.queue_sizes)
         assert_equal 1, subject.counts[:retry]
       end
@@ -263,7 +265,7 @@ module StoreContract
       it "refreshes enqueued_at and keeps the rest of the job" do
         subject.schedule([[now - 5, job(queue: "mail", enqueued_at: 1.0)]])
         moved_at = now
-        subject.enqueue_due(moved_at)
+        enqueue_due(moved_at)
         moved = Jiggler::Payload.load(subject.queue_entries("mail").first)
         assert_in_delta moved_at, moved["enqueued_at"], 0.001
         assert_equal "mail", moved["queue"]
@@ -271,15 +273,15 @@ module StoreContract
 
       it "moves more due jobs than one batch" do
         subject.schedule(Array.new(250) { [now - 1, job] })
-        assert_equal 250, subject.enqueue_due(now)
+        assert_equal 250, enqueue_due(now)
         assert_equal({"default" => 250}, subject.queue_sizes)
         assert_equal 0, subject.counts[:scheduled]
       end
 
       it "moves nothing twice" do
         subject.schedule([[now - 1, job]])
-        subject.enqueue_due(now)
-        assert_equal 0, subject.enqueue_due(now)
+        enqueue_due(now)
+        assert_equal 0, enqueue_due(now)
         assert_equal({"default" => 1}, subject.queue_sizes)
       end
 
@@ -289,14 +291,14 @@ module StoreContract
         assert_in_delta now + 30, subject.next_due, 0.01
         fail_jobs([[unfetched("a"), :retry, now + 10, job]], reliable: false)
         assert_in_delta now + 10, subject.next_due, 0.01
-        subject.enqueue_due(now + 20)
+        enqueue_due(now + 20)
         assert_in_delta now + 30, subject.next_due, 0.01
       end
 
       it "does not let a malformed entry block the due jobs" do
         good = job(queue: "mail")
         subject.schedule([[now - 2, "not json"], [now - 1, good]])
-        assert_equal 2, subject.enqueue_due(now)
+        assert_equal 2, enqueue_due(now)
         assert_equal 1, subject.queue_sizes["mail"]
         assert_equal 0, subject.counts[:scheduled]
       end
@@ -489,7 +491,7 @@ module StoreContract
         retried, dead = job(queue: "a", retry_queue: "slow"), job(queue: "b")
         fail_jobs([[unfetched("a"), :retry, now + 3_600, retried], [unfetched("b"), :dead, now, dead]], reliable: false)
         moved = [[:scheduled, scheduled], [:retry, retried], [:dead, dead]].sum do |set, payload|
-          subject.enqueue_set_entries(set, [subject.set_entries(set).first.reverse.tap { |pair| pair[1] = jid_of(payload) }])
+          enqueue_set_entries(set, [subject.set_entries(set).first.reverse.tap { |pair| pair[1] = jid_of(payload) }])
         end
         assert_equal [3, {"b" => 1, "mail" => 1, "slow" => 1}], [moved, subject.queue_sizes]
         assert_equal({scheduled: 0, retry: 0, dead: 0}, subject.counts.slice(:scheduled, :retry, :dead))
@@ -500,8 +502,8 @@ module StoreContract
         subject.schedule([[now + 60, payload]])
         entry = [[subject.set_entries(:scheduled).first.last, jid_of(payload)]]
         moved_at = now
-        assert_equal 1, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
-        assert_equal 0, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_equal 1, enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_equal 0, enqueue_set_entries(:scheduled, entry, now: moved_at)
         assert_in_delta moved_at, Jiggler::Payload.load(subject.queue_entries("default").first)["enqueued_at"], 0.001
       end
 
@@ -512,7 +514,7 @@ module StoreContract
         killed_at = now
         [[:scheduled, scheduled], [:retry, retried]].each do |set, payload|
           entry = [subject.set_entries(set).first.last, jid_of(payload)]
-          assert_equal 1, subject.kill_set_entries(set, [entry], now: killed_at)
+          assert_equal 1, kill_set_entries(set, [entry], now: killed_at)
         end
         dead = subject.set_entries(:dead)
         assert_equal [[jid_of(scheduled), killed_at], [jid_of(retried), killed_at]].sort, dead.map { |entry, score| [jid_of(entry), score] }.sort
@@ -521,7 +523,7 @@ module StoreContract
       end
 
       it "refuses to kill dead entries" do
-        assert_raises(ArgumentError) { subject.kill_set_entries(:dead, []) }
+        assert_raises(ArgumentError) { kill_set_entries(:dead, []) }
       end
 
       it "deletes one job from a queue" do
@@ -544,9 +546,9 @@ module StoreContract
         subject.schedule([[now + 60, payload]])
         places = [jobs_held]
         entry = [subject.set_entries(:scheduled).first.last, jid_of(payload)]
-        subject.kill_set_entries(:scheduled, [entry], now: 123.0)
+        kill_set_entries(:scheduled, [entry], now: 123.0)
         places << jobs_held
-        subject.enqueue_set_entries(:dead, [[123.0, jid_of(payload)]])
+        enqueue_set_entries(:dead, [[123.0, jid_of(payload)]])
         places << jobs_held
         assert_equal [1, 1, 1], places
       end
@@ -557,13 +559,13 @@ module StoreContract
         places = [1]
         subject.schedule([[now - 1, job]])
         places << jobs_held
-        subject.enqueue_due(now)
+        enqueue_due(now)
         places << jobs_held
         fetched = fetch(limit: 1).first
         places << jobs_held
         fail_jobs([[fetched, :retry, now - 1, job]])
         places << jobs_held
-        subject.enqueue_due(now)
+        enqueue_due(now)
         places << jobs_held
         fetch(limit: 1)
         subject.requeue(PROCESS)
@@ -621,14 +623,14 @@ module StoreContract
 
       it "forms a full batch from the oldest items, in enqueue order, and leaves a partial one until it is due" do
         subject.add_to_batch("default", "BatchJob", (1..5).map { |n| item(n) }, now)
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
-        assert_equal 0, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 0, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
         batches = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }
         assert_equal [[[1], [2]], [[3], [4]]], batches.map { |batch| batch["args"] }
         assert_equal %w[BatchJob BatchJob], batches.map { |batch| batch["name"] }
         assert_equal 4, batches.flat_map { |batch| batch["jids"] }.uniq.size
-        assert_equal 1, subject.form_batch("default", "BatchJob", size: 2, due_before: now + 1, now: now)
+        assert_equal 1, form_batch("default", "BatchJob", size: 2, due_before: now + 1, now: now)
         assert_equal 3, subject.queue_sizes["default"]
         assert_empty subject.batch_sizes
       end
@@ -636,7 +638,7 @@ module StoreContract
       it "forms a batch once when two stores race for the same items" do
         other = build_store
         subject.add_to_batch("default", "BatchJob", [item(1), item(2)], now)
-        taken = [subject, other].map { |store| store.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now) }
+        taken = [subject, other].map { |store| form_batch("default", "BatchJob", size: 2, due_before: 0, now: now, store: store) }
         assert_equal [2, 0], taken
         assert_equal({"default" => 1}, subject.queue_sizes)
       ensure
@@ -645,7 +647,7 @@ module StoreContract
 
       it "sends an unreadable item to the dead set and batches the rest" do
         subject.add_to_batch("default", "BatchJob", [item(1), "{not json", item(2)], now)
-        assert_equal 3, subject.form_batch("default", "BatchJob", size: 3, due_before: 0, now: now)
+        assert_equal 3, form_batch("default", "BatchJob", size: 3, due_before: 0, now: now)
         assert_equal [[[1], [2]]], subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["args"] }
         dead = Jiggler::Payload.load(subject.set_entries(:dead).first.first)
         assert_equal "{not json", dead["raw"]
@@ -655,11 +657,11 @@ module StoreContract
         scheduled = (1..3).map { |n| job(name: "BatchJob", args: [n], batch_item: true) }
         subject.schedule([[now - 2, scheduled[0]], [now - 1, scheduled[1]], [now + 3_600, scheduled[2]], [now - 1, job]])
         fail_jobs([[unfetched("mail"), :retry, now - 1, job(name: "BatchJob", args: [4], queue: "mail", batch_item: true)]], reliable: false)
-        assert_equal 4, subject.enqueue_due(now)
-        assert_equal 0, subject.enqueue_due(now)
+        assert_equal 4, enqueue_due(now)
+        assert_equal 0, enqueue_due(now)
         assert_equal({"default" => 1, "mail" => 1}, subject.queue_sizes)
         assert_equal [["default", "BatchJob", 2]], subject.batch_sizes.map { |sizes| sizes.first(3) }
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: 0, now: now)
         batch = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }.find { |job| job["jids"] }
         assert_equal [[1], [2]], batch["args"].sort
         assert_equal 1, subject.counts[:scheduled]
@@ -708,6 +710,21 @@ module StoreContract
 
   def fetch(queues = ["default"], limit:, acks: [], reliable: true, process: PROCESS)
     subject.fetch(process, queues, limit: limit, acks: acks, reliable: reliable)
+  end
+
+  # The moves that need a decision about jobs, decided as the server and the dashboard decide them.
+  def enqueue_due(at) = subject.enqueue_due(at) { |from, payload| Jiggler::JobRules.due(from, payload, at) }
+
+  def enqueue_set_entries(set, entries, now: Time.now.to_f)
+    subject.enqueue_set_entries(set, entries, now: now) { |from, payload| Jiggler::JobRules.due(from, payload, now) }
+  end
+
+  def kill_set_entries(set, entries, now: Time.now.to_f)
+    subject.kill_set_entries(set, entries, now: now) { |payload| Jiggler::JobRules.killed(payload, now) }
+  end
+
+  def form_batch(queue, name, store: subject, **options)
+    store.form_batch(queue, name, **options) { |items| Jiggler::Batch.build(queue, name, items, options[:now]) }
   end
 
   # Fails jobs given as [fetched, set, at, payload] lists.

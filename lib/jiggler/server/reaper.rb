@@ -75,7 +75,7 @@ module Jiggler
         requeued = []
         held.each do |fetched|
           job = Payload.load(fetched.payload)
-          job["crashes"] = Failure.count(job["crashes"]) + 1
+          job["crashes"] = JobRules.count(job["crashes"]) + 1
           if job["crashes"] >= @max_crashes
             poisoned << Failure.kill(fetched, job, poison_error(job), now)
           else

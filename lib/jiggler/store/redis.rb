@@ -148,15 +148,16 @@ module Jiggler
         firsts.filter_map { |first| first.first&.last&.to_f }.min
       end
 
-      # Moves due scheduled jobs and retries to their queues. Both sets are read in one round trip, so an idle check
-      # costs one.
+      # Moves due scheduled jobs and retries where the block says. Both sets are read in one round trip, so an idle
+      # check costs one.
       # @parameter now [Float] epoch seconds.
+      # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its JobRules::Destination.
       # @returns [Integer] how many jobs moved.
-      def enqueue_due(now)
-        sets = [[@keys.scheduled, "queue"], [@keys.retry, "retry_queue"]]
+      def enqueue_due(now, &destination)
+        sets = [[@keys.scheduled, :scheduled], [@keys.retry, :retry]]
         firsts = with { |redis| redis.pipelined { |pipeline| sets.each { |set, _| pipeline.call_v(due_range(set, now)) } } }
-        sets.zip(firsts).sum do |(set, queue_field), members|
-          members.empty? ? 0 : enqueue_due_from(set, queue_field, now, members)
+        sets.zip(firsts).sum do |(set, from), members|
+          members.empty? ? 0 : enqueue_due_from(set, from, now, members, &destination)
         end
       end
 
@@ -243,10 +244,10 @@ module Jiggler
       end
 
       # Moves due members of a set, DUE_CHUNK at a time, starting with `members` (the first chunk, already read).
-      def enqueue_due_from(set, queue_field, now, members)
+      def enqueue_due_from(set, from, now, members, &destination)
         total = 0
         loop do
-          total += with { |redis| move_due(redis, set, members.map { |member| due_move(member, queue_field, now) }, now) }
+          total += with { |redis| move_due(redis, set, members.map { |member| due_move(member, from, &destination) }, now) }
           return total if members.size < DUE_CHUNK
           members = with { |redis| redis.call_v(due_range(set, now)) }
           return total if members.empty?
@@ -255,16 +256,11 @@ module Jiggler
 
       def due_range(set, now) = ["ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, DUE_CHUNK]
 
-      # @returns [Array] member, queue, payload to push, and for a batch item from the scheduled set (not a retry, which
-      #   runs again as it ran) its batch's name, else nil.
-      def due_move(member, queue_field, now)
-        data = Payload.load(member)
-        queue = data[queue_field] || data["queue"] || "default"
-        data["enqueued_at"] = now
-        batch = batch_name(queue, data["name"]) if queue_field == "queue" && Batch.item?(data)
-        [member, queue, Payload.dump(data), batch]
-      rescue Payload::MalformedError
-        [member, "default", member, nil]
+      # @returns [Array] member, queue, payload to push, and for a batch item its batch's name, else nil.
+      def due_move(member, from)
+        destination = yield(from, member)
+        batch = batch_name(destination.queue, destination.batch) if destination.batch
+        [member, destination.queue, destination.payload, batch]
       end
 
       # Moves entries of a sorted set as due_move described them: jobs to their queues (move.lua), batch items to

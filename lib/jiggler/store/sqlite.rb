@@ -56,7 +56,8 @@ module Jiggler
       def schedule(entries)
         write do |queue_db|
           earliest = earliest_due(queue_db.db)
-          insert(queue_db, "scheduled", entries.map { |at, payload| [queue_of(payload), at, payload] }, "scheduled")
+          # The queue is known when the job is due.
+          insert(queue_db, "scheduled", entries.map { |at, payload| [nil, at, payload] }, "scheduled")
           count(queue_db.db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
         end
       end
@@ -121,11 +122,13 @@ module Jiggler
       # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
       def next_due = with { |db| earliest_due(db) }
 
-      # Moves due scheduled jobs and retries to their queues. @returns [Integer] how many moved.
-      def enqueue_due(now)
+      # Moves due scheduled jobs and retries where the block says.
+      # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its JobRules::Destination.
+      # @returns [Integer] how many moved.
+      def enqueue_due(now, &destination)
         write do |queue_db|
           due = queue_db.db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
-          due.each { |id, state, payload| enqueue_one(queue_db, id, state, payload, now) }
+          due.each { |id, state, payload| enqueue_one(queue_db, id, state.to_sym, payload, now, &destination) }
           count(queue_db.db, "pushes", due.size) if due.any?
           prune_done(queue_db, now)
           prune_results(queue_db, now)
@@ -217,12 +220,6 @@ module Jiggler
         end
       end
 
-      def queue_of(payload)
-        Payload.load(payload)["queue"] || "default"
-      rescue Payload::MalformedError
-        "default" # moved to a queue when due, then to the dead set by the worker that cannot read it
-      end
-
       def take(queue_db, process, queue, limit, reliable)
         ids = queue_db.db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
           "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
@@ -273,17 +270,11 @@ module Jiggler
         {"type" => "failed"}
       end
 
-      def enqueue_one(queue_db, id, state, payload, now)
-        job = Payload.load(payload)
-        queue = (state == "retry" && job["retry_queue"]) || job["queue"] || "default"
-        job["enqueued_at"] = now
-        # A batch item from the scheduled set (not a retry, which runs again as it ran) joins its batch.
-        batch = job["name"] if state == "scheduled" && Batch.item?(job)
+      def enqueue_one(queue_db, id, from, payload, now)
+        destination = yield(from, payload)
         queue_db.db.execute("UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, payload = ? WHERE id = ?",
-          [batch ? "batching" : "queued", queue, batch, now, Payload.dump(job), id])
-        queue_db.add_event(id, {"type" => (state == "retry") ? "retried" : "enqueued"}, at: now)
-      rescue Payload::MalformedError
-        queue_db.db.execute("UPDATE jobs SET state = 'queued', queue = 'default', run_at = ? WHERE id = ?", [now, id])
+          [destination.batch ? "batching" : "queued", destination.queue, destination.batch, now, destination.payload, id])
+        queue_db.add_event(id, {"type" => (from == :scheduled) ? "enqueued" : "retried"}, at: now)
       end
 
       # Finished jobs, and items gone into batches, are kept `done_retention` seconds for their history, then deleted.

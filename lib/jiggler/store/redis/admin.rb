@@ -70,22 +70,22 @@ module Jiggler
           with { |redis| redis.call_v(["ZREM", set_key(set), *members]) }
         end
 
-        # Moves entries of a sorted set to their queues now: scheduled jobs to `queue` (scheduled batch items to their
-        # batch), retries and dead jobs to `retry_queue` when they have one, else to `queue`.
+        # Moves entries of a sorted set where the block says, now.
+        # @yields {|from, payload| ...} the set and the entry; returns its JobRules::Destination.
         # @returns [Integer] how many moved.
-        def enqueue_set_entries(set, entries, now: Time.now.to_f)
-          queue_field = (set == :scheduled) ? "queue" : "retry_queue"
+        def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
           members = find_members(set, entries)
           return 0 if members.empty?
-          with { |redis| move_due(redis, set_key(set), members.map { |member| due_move(member, queue_field, now) }, now) }
+          with { |redis| move_due(redis, set_key(set), members.map { |member| due_move(member, set, &destination) }, now) }
         end
 
-        # Moves entries of the scheduled or retry set to the dead set, noting `died_at`.
+        # Moves entries of the scheduled or retry set to the dead set, scored `now`.
+        # @yields {|payload| ...} an entry; returns the payload to store in the dead set (JobRules.killed).
         # @returns [Integer] how many moved.
         # @raises [ArgumentError] for the dead set.
         def kill_set_entries(set, entries, now: Time.now.to_f)
           raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set == :dead
-          pairs = find_members(set, entries).flat_map { |member| [member, killed(member, now)] }
+          pairs = find_members(set, entries).flat_map { |member| [member, yield(member)] }
           return 0 if pairs.empty?
           with { |redis| SCRIPTS[:kill].call(redis, [set_key(set), @keys.dead], [now, *pairs]) }
         end
@@ -203,12 +203,6 @@ module Jiggler
         end
 
         def find_members(set, entries) = entries.filter_map { |score, jid| set_entry(set, score, jid) }.uniq
-
-        def killed(payload, now)
-          job = Payload.load(payload)
-          job["died_at"] = now
-          Payload.dump(job)
-        end
 
         def set_key(set)
           raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set)

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require_relative "../../batch"
-
 module Jiggler
   module Store
     class Redis
@@ -30,15 +28,16 @@ module Jiggler
 
         # Turns a batch's oldest items (at most `size`) into one batch job in their queue, if there are `size` of
         # them or the oldest was enqueued before `due_before`.
+        # @yields {|items| ...} the items' payloads, oldest first; returns the Batch::Formed to write.
         # @returns [Integer] how many items it took (0 when the batch is not due, or another process took them).
         def form_batch(queue, name, size:, due_before:, now:)
           batch = batch_name(queue, name)
           entries = with { |redis| redis.call("ZRANGE", @keys.batch(batch), 0, size - 1, "WITHSCORES") }
           return 0 if entries.empty? || (entries.size < size && entries.first.last >= due_before)
           items = entries.map(&:first)
-          payload, _jid, unreadable = Batch.build(queue, name, items, now)
+          formed = yield(items)
           keys = [@keys.batch(batch), @keys.batches, @keys.queues, @keys.queue(queue), @keys.dead]
-          argv = [batch, queue, @keys.wake, payload.to_s, now, items.size, *items, *unreadable.map(&:last)]
+          argv = [batch, queue, @keys.wake, formed.payload.to_s, now, items.size, *items, *formed.unreadable.map(&:last)]
           with { |redis| SCRIPTS[:batch].call(redis, keys, argv) }
         end
 

@@ -63,26 +63,27 @@ module Jiggler
           end
         end
 
-        # Moves entries of a set to their queues now: scheduled jobs to `queue` (scheduled batch items to their batch),
-        # retries and dead jobs to `retry_queue` when they have one, else to `queue`. @returns [Integer] how many moved.
-        def enqueue_set_entries(set, entries, now: Time.now.to_f)
-          kind = (set_state(set) == "scheduled") ? "scheduled" : "retry"
+        # Moves entries of a set where the block says, now.
+        # @yields {|from, payload| ...} the set and the entry; returns its JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
           write do |queue_db|
             rows = entry_rows(queue_db.db, set, entries)
-            rows.each { |id, payload| enqueue_one(queue_db, id, kind, payload, now) }
+            rows.each { |id, payload| enqueue_one(queue_db, id, set_state(set).to_sym, payload, now, &destination) }
             count(queue_db.db, "pushes", rows.size) if rows.any?
             rows.size
           end
         end
 
-        # Moves entries of the scheduled or retry set to the dead set, noting `died_at`. @returns [Integer]
+        # Moves entries of the scheduled or retry set to the dead set, scored `now`.
+        # @yields {|payload| ...} an entry; returns the payload to store in the dead set (JobRules.killed).
+        # @returns [Integer] how many moved.
         # @raises [ArgumentError] for the dead set.
         def kill_set_entries(set, entries, now: Time.now.to_f)
           raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set_state(set) == "dead"
           write do |queue_db|
             entry_rows(queue_db.db, set, entries).each do |id, payload|
-              job = Payload.load(payload).merge("died_at" => now)
-              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, Payload.dump(job), id])
+              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, yield(payload), id])
               queue_db.add_event(id, {"type" => "dead"}, at: now)
             end.size
           end

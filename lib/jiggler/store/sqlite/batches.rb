@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require_relative "../../batch"
-
 module Jiggler
   module Store
     class SQLite
@@ -18,13 +16,15 @@ module Jiggler
         end
 
         # Turns a batch's oldest items (at most `size`) into one queued batch job, if there are `size` of them or the
-        # oldest was enqueued before `due_before`. @returns [Integer] how many items it took.
+        # oldest was enqueued before `due_before`.
+        # @yields {|items| ...} the items' payloads, oldest first; returns the Batch::Formed to write.
+        # @returns [Integer] how many items it took.
         def form_batch(queue, name, size:, due_before:, now:)
           write do |queue_db|
             rows = queue_db.db.execute("SELECT id, payload, run_at FROM jobs WHERE state = 'batching' AND queue = ? " \
               "AND batch = ? ORDER BY run_at, id LIMIT ?", [queue, name, size])
             next 0 if rows.empty? || (rows.size < size && rows.first.last >= due_before)
-            batch_items(queue_db, queue, rows, *Batch.build(queue, name, rows.map { |_, item| item }, now), now)
+            batch_items(queue_db, queue, rows, yield(rows.map { |_, item| item }), now)
             rows.size
           end
         end
@@ -57,13 +57,13 @@ module Jiggler
 
         private
 
-        def batch_items(queue_db, queue, rows, payload, jid, unreadable, now)
-          dead = unreadable.to_h
+        def batch_items(queue_db, queue, rows, formed, now)
+          dead = formed.unreadable.to_h
           ids = rows.filter_map { |id, item, _| id unless dead.key?(item) }
-          if payload
-            batch_id = insert(queue_db, "queued", [[queue, now, payload]], "enqueued").first
+          if formed.payload
+            batch_id = insert(queue_db, "queued", [[queue, now, formed.payload]], "enqueued").first
             queue_db.db.execute("UPDATE jobs SET state = 'batched', run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")})", [now, *ids])
-            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => jid}] }, at: now)
+            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => formed.jid}] }, at: now)
             queue_db.add_event(batch_id, {"type" => "batch", "items" => ids.size}, at: now)
             count(queue_db.db, "pushes", 1)
           end
