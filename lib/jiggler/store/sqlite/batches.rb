@@ -3,9 +3,9 @@
 module Jiggler
   module Store
     class SQLite
-      # Batch items and job results in SQLite. A waiting item is a job row in state "batching" with its queue, class
-      # (column `batch`) and enqueue time in columns; once in a batch it becomes "batched", kept with its history like a
-      # finished job, and the batch is a new queued job. Results live in their own table until they expire.
+      # Batch items in SQLite. A waiting item is a job row in state "batching" with its queue, class (column `batch`)
+      # and enqueue time in columns; once in a batch it becomes "batched", kept with its history like a finished job,
+      # and the batch is a new queued job.
       module Batches
         # Adds items to a batch. @returns [Integer] how many items the batch holds now.
         def add_to_batch(queue, name, payloads, now)
@@ -40,21 +40,6 @@ module Jiggler
           end
         end
 
-        # Stores finished jobs' results for `ttl` seconds. @parameter results [Array([String, String])] jid and JSON.
-        def save_results(results, ttl)
-          expires_at = Time.now.to_f + ttl
-          write do |queue_db|
-            results.each do |jid, json|
-              queue_db.db.execute("INSERT OR REPLACE INTO results (jid, value, expires_at) VALUES (?, ?, ?)", [jid, json, expires_at])
-            end
-          end
-        end
-
-        # @returns [String | Nil] a finished job's stored result, nil when there is none (yet).
-        def result(jid)
-          with { |db| db.get_first_value("SELECT value FROM results WHERE jid = ? AND expires_at > ?", [jid, Time.now.to_f]) }
-        end
-
         private
 
         def batch_items(queue_db, queue, rows, formed, now)
@@ -72,11 +57,6 @@ module Jiggler
             queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, dead[item], id])
             queue_db.add_event(id, {"type" => "dead"}, at: now)
           end
-        end
-
-        # Results are kept until they expire; the scheduler's check deletes expired ones.
-        def prune_results(queue_db, now)
-          queue_db.db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
         end
       end
     end
