@@ -134,4 +134,12 @@ describe Jiggler::Cleaner do
     assert_equal "keep", redis.call("GET", "#{@namespace}:unrelated")
     other.clear_all
   end
+
+  it "cleans the store its Config was given, and refuses without one" do
+    RecordJob.enqueue(1)
+    Jiggler::Config.new(store: -> { store }).cleaner.prune_all_queues
+    assert_empty store.queue_sizes
+    error = assert_raises(Jiggler::Config::InvalidError) { Jiggler::Config.new.cleaner }
+    assert_match(/no store to clean/, error.message)
+  end
 end

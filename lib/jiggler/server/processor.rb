@@ -20,9 +20,11 @@ module Jiggler
       class ArityError < Error; end
 
       # @parameter logger [Logger]
+      # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      def initialize(logger:, interrupted: -> { true })
+      def initialize(logger:, results:, interrupted: -> { true })
         @logger = logger
+        @results = results
         @interrupted = interrupted
         @classes = {}
       end
@@ -104,7 +106,7 @@ module Jiggler
           Result.error(error.class, error.message)
         end
         jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
-        Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
+        @results.save_results(jids.map { |jid| [jid, json] }, ttl)
       end
 
       # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.

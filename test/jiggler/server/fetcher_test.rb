@@ -84,7 +84,7 @@ describe Jiggler::Server::Fetcher do
       config[:mode] = mode
     end
     Sync do |task|
-      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: Jiggler::Server::Processor.new(logger: Jiggler.logger))
+      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: Jiggler::Server::Processor.new(logger: Jiggler.logger, results: store))
       fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config, workers: workers, logger: Jiggler.logger)
       workers.start(parent: task, reporter: fetcher)
       fetcher.start(parent: task)
