@@ -2,24 +2,33 @@
 
 require "securerandom"
 require_relative "payload"
+require_relative "store/fetched"
 
 module Jiggler
   # The decisions about jobs, made once, above the store: where a due job goes, what an unreadable payload becomes, how
-  # an error is recorded on a job and a killed job is stamped. The stores make none of these decisions; the methods
-  # that need one take it as a block (see lib/jiggler/store/contract.md) and move what it returns, atomically.
-  # Where a failed job goes (retry or dead) is Server::Failure's; what a process's death means for the jobs it held is
-  # Server::Crashes'.
+  # an error is recorded on a job and a killed job is stamped, and what the death of a process means for the jobs it
+  # held (crash counting and the poison verdict). The stores make none of these decisions; the methods that need one
+  # take it as a block (see lib/jiggler/store/contract.md) and move what it returns, atomically. Where a failed job
+  # goes (retry, with its delay, or dead) is Server::Failure's.
   module JobRules
     # The queue of a job whose payload names none, or cannot be read.
     DEFAULT_QUEUE = "default"
     # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
     BATCH_ITEM = "batch_item"
+    # The payload field that marks a suspect: a job held by a process that died holding several jobs. A suspect runs
+    # only alone in its process (Server::Fetcher), so that a death while it runs is its own.
+    SUSPECT = "suspect"
     BACKTRACE_LINES = 20
     MESSAGE_LIMIT = 2_000
 
     # Where a due entry goes: to `queue` as `payload`, or, for a scheduled batch item, into the batch of class
     # `batch` waiting for `queue`.
     Destination = Struct.new(:queue, :payload, :batch)
+
+    # What a process's death means for the jobs it held: `requeued`, Store::Fetched jobs to put back with their new
+    # payloads; `poisoned`, [Store::Fetched, parsed job] pairs for the dead set; `unreadable`, [Store::Fetched, error]
+    # pairs for the dead set too.
+    Death = Struct.new(:requeued, :poisoned, :unreadable)
 
     module_function
 
@@ -40,6 +49,35 @@ module Jiggler
     rescue Payload::MalformedError
       Destination.new(DEFAULT_QUEUE, payload, nil)
     end
+
+    # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Poison
+    # jobs"). A process that held one job pins the crash on it. A process that held several says nothing certain of
+    # any (which one ran what killed it is unknown, and some had not started), so none gets a crash: each goes back
+    # as a suspect, which from then on runs only alone in its process, so that its next death is pinned on it. A job
+    # with `max_crashes` crashes is poisoned: it goes to the dead set. (Knowing which jobs had started would take a
+    # store write before each job, which the per-job budget does not allow.)
+    # @parameter held [Array(Store::Fetched)] what the process held.
+    # @returns [Death]
+    def death(held, max_crashes)
+      held.each_with_object(Death.new([], [], [])) do |fetched, death|
+        job = Payload.load(fetched.payload)
+        if held.size == 1
+          job["crashes"] = count(job["crashes"]) + 1
+        else
+          job[SUSPECT] = true
+        end
+        if count(job["crashes"]) >= max_crashes
+          death.poisoned << [fetched, job]
+        else
+          death.requeued << Store::Fetched.new(fetched.handle, fetched.queue, Payload.dump(job))
+        end
+      rescue => error # unreadable, or a payload whose fields jiggler cannot use
+        death.unreadable << [fetched, error]
+      end
+    end
+
+    # Whether a parsed payload is a suspect, to run only alone.
+    def suspect?(job) = job[SUSPECT] == true
 
     # Whether a parsed payload is a scheduled item to put in its batch when due.
     def batch_item?(job) = job[BATCH_ITEM] == true

@@ -11,6 +11,10 @@ module Jiggler
     # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
     # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
     # missed), so an idle server costs almost nothing.
+    #
+    # A suspect (JobRules.death) runs only alone: when a worker hands one back, the fetcher stops taking jobs, lets
+    # the others finish and acknowledges them, puts back the other suspects it holds, and runs that one alone. So a
+    # process that dies running a suspect holds that job alone, and the death counts against it alone.
     class Fetcher
       IDLE_POLL = 5.0
       MAX_ACKS = 1000
@@ -32,6 +36,7 @@ module Jiggler
         @changed = Async::Notification.new
         @acks = []
         @failures = []
+        @suspects = []
         @state = :running
         @pushed = true
       end
@@ -52,8 +57,19 @@ module Jiggler
       # @parameter failure [Store::Failed | Nil] the failure record, when the job failed.
       def done(fetched, failure)
         failure ? @failures << failure : @acks << fetched.handle
+        @alone = nil if @alone.equal?(fetched)
         @changed.signal
       end
+
+      # Holds a suspect the workers would not run beside other jobs, to run it alone.
+      # @parameter fetched [Store::Fetched]
+      def isolate(fetched)
+        @suspects << fetched
+        @changed.signal
+      end
+
+      # Whether a job runs alone in this process (every job does at most once: nothing is held in flight).
+      def alone?(fetched) = !@reliable || @alone.equal?(fetched)
 
       # Stops taking new jobs; finished ones are still acknowledged.
       def quiet
@@ -89,8 +105,9 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
+        run_alone if @suspects.any? && ready_to_run_alone?
         # Free workers can be fewer than none while jobs taken ahead wait; a negative limit would hand tokens back.
-        limit = (@state == :running) ? [@workers.free + ahead, 0].max : 0
+        limit = fetching? ? [@workers.free + ahead, 0].max : 0
         return if limit <= 0 && @acks.empty?
         @pushed = false
         jobs = fetch(limit)
@@ -102,6 +119,21 @@ module Jiggler
       # so that workers running short jobs find the next one waiting instead of waiting for a round trip, while long
       # jobs (few finish per round trip) are not held back from other processes.
       def ahead = [@acks.size, @workers.concurrency].min
+
+      # Takes new jobs unless a suspect waits to run alone, or runs alone.
+      def fetching? = @state == :running && @suspects.empty? && @alone.nil?
+
+      # Nothing runs or waits, and every finished job is acknowledged: this process holds only its suspects.
+      def ready_to_run_alone? = @state == :running && @alone.nil? && @workers.idle? && @acks.empty? && @failures.empty?
+
+      # Puts back every suspect held but one, which then runs alone.
+      def run_alone
+        first, *others = @suspects
+        @store.requeue(@process, others) unless others.empty?
+        @suspects.clear
+        @alone = first
+        @workers.assign([first])
+      end
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
@@ -115,7 +147,7 @@ module Jiggler
       # received would stay there for good. Put those back in their queues.
       def reconcile
         return unless @reliable
-        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle }).to_set
+        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle } + @suspects.map(&:handle)).to_set
         stray = @store.in_flight(@process).reject { |job| known.include?(job.handle) }
         return if stray.empty?
         @store.requeue(@process, stray)
@@ -130,8 +162,8 @@ module Jiggler
 
       def more_to_do?
         return false if @state == :stopped
-        return true if @acks.any? || @failures.any?
-        @state == :running && @workers.free.positive? && (@pushed || !@drained)
+        return true if @acks.any? || @failures.any? || (@suspects.any? && ready_to_run_alone?)
+        fetching? && @workers.free.positive? && (@pushed || !@drained)
       end
 
       def flush(timeout)

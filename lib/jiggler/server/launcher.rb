@@ -30,7 +30,8 @@ module Jiggler
         @identity = Identity.new(config)
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
-        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? })
+        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
+          alone: ->(fetched) { @fetcher.alone?(fetched) })
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)

@@ -5,6 +5,7 @@ require_relative "../payload"
 require_relative "../job"
 require_relative "../batch"
 require_relative "../result"
+require_relative "../job_rules"
 require_relative "failure"
 
 module Jiggler
@@ -19,24 +20,31 @@ module Jiggler
       # Raised (and recorded on the job) when the arguments do not fit `perform`.
       class ArityError < Error; end
 
+      # What `call` returns for a suspect (JobRules.suspect?) it did not run, since it may not run beside other jobs.
+      SUSPECT = :suspect
+
       # @parameter logger [Logger]
       # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      def initialize(logger:, results:, interrupted: -> { true })
+      # @parameter alone [#call] whether a fetched job runs alone in this process, so a suspect may run.
+      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true })
         @logger = logger
         @results = results
+        @alone = alone
         @interrupted = interrupted
         @classes = {}
       end
 
       # @parameter fetched [Store::Fetched]
-      # @returns [Store::Failed | Nil] nil when the job succeeded, else its failure record for Store#fail.
+      # @returns [Store::Failed | Nil | SUSPECT] nil when the job succeeded, else its failure record for Store#fail;
+      #   SUSPECT for a suspect that does not run alone, which the caller holds to run alone.
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
         @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
         Failure.malformed(fetched, error, Time.now.to_f)
       else
+        return SUSPECT if JobRules.suspect?(job) && !@alone.call(fetched)
         perform(fetched, job)
       end
 

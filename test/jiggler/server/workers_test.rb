@@ -112,8 +112,8 @@ describe Jiggler::Server::Workers do
       before = Time.now.to_f
       workers.assign([Jiggler::Store::Fetched.new(7, "mailers", "block")])
       wait_for(message: "job started") { processor.started == 1 }
-      assert_equal [7], workers.current_jobs.keys
-      job = workers.current_jobs.fetch(7)
+      assert_equal ["7"], workers.current_jobs.keys
+      job = workers.current_jobs.fetch("7")
       assert_equal %w[mailers block], job.values_at("queue", "payload")
       assert_instance_of Float, job["run_at"]
       assert_includes before..Time.now.to_f, job["run_at"]
