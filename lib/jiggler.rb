@@ -22,7 +22,7 @@ module Jiggler
     # The process-wide settings.
     # @returns [Config]
     def config
-      @config ||= Config.new
+      @config ||= Config.new(store: -> { store })
     end
 
     # Changes settings; each value is checked as it is set.
@@ -71,6 +71,12 @@ module Jiggler
     end
 
     attr_writer :logger
+
+    # Forgets the settings and the client, closing its store: the next use starts from the defaults. For tests.
+    def reset!
+      reset_client
+      @config = nil
+    end
 
     private
 

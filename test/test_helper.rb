@@ -5,6 +5,7 @@ $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "minitest/autorun"
 require "securerandom"
 require "jiggler"
+require "redis-client"
 require_relative "support/redis_server"
 require_relative "support/waiting"
 require_relative "support/server_process"
@@ -21,8 +22,7 @@ module JigglerTest
   def setup
     super
     @namespace = "test-#{SecureRandom.hex(6)}"
-    Jiggler.instance_variable_set(:@config, nil)
-    Jiggler.instance_variable_set(:@client, nil)
+    Jiggler.reset!
     Jiggler.logger = Logger.new(File::NULL)
     Jiggler.configure { |config| config[:namespace] = @namespace }
     @servers = []

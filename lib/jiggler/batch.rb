@@ -2,8 +2,7 @@
 
 require "securerandom"
 require_relative "payload"
-require_relative "server/fetched"
-require_relative "server/failure"
+require_relative "job_rules"
 
 module Jiggler
   # Batch jobs. Items of a class with `batch_size` are enqueued one at a time like any job, but wait in the store, in
@@ -13,7 +12,11 @@ module Jiggler
   # once and retried as a whole.
   module Batch
     # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
-    ITEM = "batch_item"
+    ITEM = JobRules::BATCH_ITEM
+
+    # What a batch's items become: the batch job's `payload` and `jid` (both nil when no item could be read), and
+    # `unreadable`, a list of [item payload, its dead-set payload] for the items that go to the dead set instead.
+    Formed = Struct.new(:payload, :jid, :unreadable)
 
     module_function
 
@@ -22,17 +25,16 @@ module Jiggler
     # @parameter name [String] the job class's name.
     # @parameter items [Array(String)] the items' payloads, oldest first.
     # @parameter now [Float] epoch seconds.
-    # @returns [Array] the batch job's payload and jid (both nil when no item could be read), and for each item that
-    #   could not be read, [its payload, the dead-set payload recording why] (it goes to the dead set, not into the batch).
+    # @returns [Formed]
     def build(queue, name, items, now)
       jobs, unreadable = parse(queue, items, now)
-      return [nil, nil, unreadable] if jobs.empty?
+      return Formed.new(nil, nil, unreadable) if jobs.empty?
       first = jobs.first
       job = {"jid" => SecureRandom.hex(12), "name" => name, "queue" => queue, "retries" => first["retries"],
              "args" => jobs.map { |item| item["args"] }, "jids" => jobs.map { |item| item["jid"] },
              "created_at" => first["created_at"], "enqueued_at" => now}
       job["retry_queue"] = first["retry_queue"] if first["retry_queue"]
-      [Payload.dump(job), job["jid"], unreadable]
+      Formed.new(Payload.dump(job), job["jid"], unreadable)
     end
 
     # Forms the due batches of one queue and class: every full one, then the rest if the oldest item has waited
@@ -42,7 +44,7 @@ module Jiggler
     def form(store, queue, name, size:, interval:, now: Time.now.to_f)
       total = 0
       loop do
-        taken = store.form_batch(queue, name, size: size, due_before: now - interval, now: now)
+        taken = store.form_batch(queue, name, size: size, due_before: now - interval, now: now) { |items| build(queue, name, items, now) }
         total += taken
         return total if taken < size
       end
@@ -52,7 +54,7 @@ module Jiggler
     def batch?(job) = job["jids"].is_a?(Array)
 
     # Whether a parsed payload is a scheduled item to put in its batch when due.
-    def item?(job) = job[ITEM] == true
+    def item?(job) = JobRules.batch_item?(job)
 
     def parse(queue, items, now)
       jobs = []
@@ -60,8 +62,7 @@ module Jiggler
       items.each do |item|
         jobs << Payload.load(item)
       rescue Payload::MalformedError => error
-        record = Server::Failure.malformed(Server::Fetched.new("|#{queue}", item), error, now)
-        unreadable << [item, record.last]
+        unreadable << [item, JobRules.unreadable(item, queue, error, now)]
       end
       [jobs, unreadable]
     end

@@ -45,7 +45,9 @@ module Jiggler
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
     CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url namespace].freeze
 
-    def initialize
+    # @parameter store [#call | Nil] returns the store the cleaner works on (`Jiggler.config` passes `Jiggler.store`).
+    def initialize(store: nil)
+      @store = store
       @file = {}
       @code = {}
       @flags = {}
@@ -133,8 +135,10 @@ module Jiggler
 
     # The cleaner for the configured store.
     # @returns [Cleaner]
+    # @raises [InvalidError] for a Config built without a store.
     def cleaner
-      Cleaner.new(Jiggler.store)
+      raise InvalidError, "this Config has no store to clean; use Jiggler.config.cleaner or Jiggler::Cleaner.new(store)" unless @store
+      Cleaner.new(@store.call)
     end
 
     def freeze

@@ -1,12 +1,16 @@
 # frozen_string_literal: true
 
-require_relative "store/redis"
+require_relative "store/fetched"
+require_relative "store/failed"
 
 module Jiggler
   # Stores hold queues, scheduled, retry and dead jobs, in-flight records, processes and counters. Only store classes
   # know the database; everything else talks to the store interface. Redis is used when a Redis URL is configured
   # (`redis_url` or REDIS_URL); otherwise the embedded SQLite file at `sqlite_path`.
   module Store
+    # Loaded when a Redis store is first built, so an application on SQLite never loads redis-client.
+    autoload :Redis, File.expand_path("store/redis", __dir__)
+
     module_function
 
     # The store the client enqueues through: for Redis, a thread-safe pool by default, a fiber pool with

@@ -13,7 +13,7 @@ describe "dashboard in a browser" do
   # Counts jobs as processed (and now and then as failed) the way servers do, so that the chart has rates to draw.
   def work
     @ticks = (@ticks || 0) + 1
-    store.fetch("browser-test", [], limit: 0, token: 0, acks: ["x"] * (@ticks % 7 + 3), reliable: false)
+    store.fetch("browser-test", [], limit: 0, acks: ["x"] * (@ticks % 7 + 3), reliable: false)
     add_failed(:retry, [[Time.now.to_f + 600, failed]]) if (@ticks % 10).zero?
     nil
   end

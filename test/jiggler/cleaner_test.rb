@@ -22,9 +22,11 @@ describe Jiggler::Cleaner do
     RecordJob.with_options(queue: "mailers").enqueue(3)
     RecordJob.enqueue_in(60, 4)
     CleanerBatchJob.with_options(queue: "mailers").enqueue(7)
-    failures = [["1|default", "retry", Time.now.to_f, payload(5)], ["2|default", "dead", Time.now.to_f, payload(6)]]
+    failures = [[:retry, payload(5)], [:dead, payload(6)]].map do |set, failed|
+      Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(nil, "default", nil), set: set, at: Time.now.to_f, payload: failed)
+    end
     store.fail("proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100)
-    store.fetch("proc-1", [], limit: 0, token: 0, acks: %w[1|default 2|default 3|default], reliable: false)
+    store.fetch("proc-1", [], limit: 0, acks: %w[1|default 2|default 3|default], reliable: false)
     store.beat("proc-1", JSON.generate({"pid" => 1}), 60)
     Jiggler.summary.tap { |summary| assert(summary.values.all? { |value| value != 0 && value != {} }, summary.inspect) }
   end
@@ -113,7 +115,7 @@ describe Jiggler::Cleaner do
   it "does not lose the jobs pruned processes held in flight" do
     RecordJob.enqueue_bulk([[1], [2]])
     store.beat("proc-2", JSON.generate({"pid" => 2}), 60)
-    store.fetch("proc-2", ["default"], limit: 2, token: 0, reliable: true)
+    store.fetch("proc-2", ["default"], limit: 2, reliable: true)
     cleaner.prune_all_processes
     assert_empty Jiggler.summary["processes"]
     held = store.in_flight_count("proc-2") + store.queue_entries("default").size
@@ -122,7 +124,7 @@ describe Jiggler::Cleaner do
 
   it "prunes everything" do
     fill
-    store.fetch("proc-1", ["default"], limit: 1, token: 0, reliable: true)
+    store.fetch("proc-1", ["default"], limit: 1, reliable: true)
     cleaner.prune_all
     assert_equal empty_summary, Jiggler.summary
     assert_equal 0, store.in_flight_count("proc-1")
@@ -139,5 +141,13 @@ describe Jiggler::Cleaner do
     assert_equal [{"default" => 1}, 1, 1], [other.queue_sizes, other.counts[:scheduled], other.processes.size]
     assert_equal "keep", redis.call("GET", "#{@namespace}:unrelated")
     other.clear_all
+  end
+
+  it "cleans the store its Config was given, and refuses without one" do
+    RecordJob.enqueue(1)
+    Jiggler::Config.new(store: -> { store }).cleaner.prune_all_queues
+    assert_empty store.queue_sizes
+    error = assert_raises(Jiggler::Config::InvalidError) { Jiggler::Config.new.cleaner }
+    assert_match(/no store to clean/, error.message)
   end
 end

@@ -31,6 +31,32 @@ describe Jiggler do
     assert_empty Jiggler.summary["queues"]
   end
 
+  it "loads neither redis-client nor server code to enqueue, batch and clean on SQLite" do
+    code = <<~RUBY
+      require "jiggler"
+      require "tmpdir"
+      class SQLiteOnlyJob; include Jiggler::Job; job_options batch_size: 2; def perform_batch(args_list) = nil; end
+      Dir.mktmpdir do |dir|
+        Jiggler.configure { |config| config[:redis_url] = nil; config[:sqlite_path] = File.join(dir, "jobs.sqlite3") }
+        SQLiteOnlyJob.enqueue_bulk([[1], [2], [3]])
+        exit(1) unless Jiggler.summary["queues"] == {"default" => 1}
+        Jiggler.config.cleaner.prune_all
+      end
+      loaded = $LOADED_FEATURES.grep(%r{redis-client|/jiggler/server/})
+      exit(loaded.empty? ? 0 : 2)
+    RUBY
+    status, output = run_ruby(code.sub("require \"jiggler\"", "ENV.delete(\"REDIS_URL\"); require \"jiggler\""))
+    assert_equal 0, status, output
+  end
+
+  it "forgets its settings and client with reset!" do
+    client = Jiggler.client
+    Jiggler.configure { |config| config[:concurrency] = 3 }
+    Jiggler.reset!
+    assert_equal Jiggler::Config::DEFAULTS[:concurrency], Jiggler.config[:concurrency]
+    refute_same client, Jiggler.client
+  end
+
   it "has a version" do
     assert_match(/\A\d+\.\d+\.\d+/, Jiggler::VERSION)
   end

@@ -3,7 +3,7 @@
 require "test_helper"
 require "async"
 require "jiggler/server/processor"
-require "jiggler/server/fetched"
+require "jiggler/store/fetched"
 
 # Middleware for the client and server chains, as an app would write them.
 module MiddlewareTest
@@ -70,14 +70,14 @@ describe "middleware" do
       wrapper = Object.new
       def wrapper.call
         MiddlewareTest::SEEN << :enter
-        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome&.at(1)] }
+        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome&.set] }
       end
       Jiggler.configure { |config| config.job_wrapper = wrapper }
-      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), config: Jiggler.config.freeze)
-      run = ->(name) { processor.call(Jiggler::Server::Fetched.new("1|q", Jiggler::Payload.dump({"jid" => "j", "name" => name, "args" => [2]}))) }
+      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: nil, config: Jiggler.config.freeze)
+      run = ->(name) { processor.call(Jiggler::Store::Fetched.new(1, "q", Jiggler::Payload.dump({"jid" => "j", "name" => name, "args" => [2]}))) }
       run.call("MiddlewareTest::Work")
       run.call("MiddlewareTest::Missing")
-      assert_equal [:enter, [:perform, 2], [:leave, nil], :enter, [:leave, "retry"]], MiddlewareTest::SEEN
+      assert_equal [:enter, [:perform, 2], [:leave, nil], :enter, [:leave, :retry]], MiddlewareTest::SEEN
     end
 
     it "must respond to call" do
@@ -89,9 +89,9 @@ describe "middleware" do
   describe "the server chain" do
     it "runs around perform with the job instance, its payload and queue" do
       Jiggler.configure { |config| config.server_middleware { |chain| chain.add(MiddlewareTest::Around) } }
-      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), config: Jiggler.config.freeze)
+      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: nil, config: Jiggler.config.freeze)
       payload = Jiggler::Payload.dump({"jid" => "j1", "name" => "MiddlewareTest::Work", "args" => [1], "tenant" => "t"})
-      assert_nil processor.call(Jiggler::Server::Fetched.new("1|critical", payload))
+      assert_nil processor.call(Jiggler::Store::Fetched.new(1, "critical", payload))
       expected = [[:before, "MiddlewareTest::Work", "t", "critical"], [:perform, 1], [:after, "j1"]]
       assert_equal expected, MiddlewareTest::SEEN
     end

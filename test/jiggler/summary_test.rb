@@ -8,12 +8,12 @@ describe "Jiggler.summary" do
 
   # Sends jobs straight to the retry or the dead set, as a server does when they fail.
   def fail_jobs(*places)
-    failures = places.each_with_index.map { |place, n| ["#{n}|default", place, Time.now.to_f + n, payload(n)] }
+    failures = places.each_with_index.map { |place, n| Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(nil, "default", nil), set: place.to_sym, at: Time.now.to_f + n, payload: payload(n)) }
     store.fail("proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100)
   end
 
   # Acknowledges finished jobs, as a server does on its next fetch.
-  def ack(count) = store.fetch("proc-1", [], limit: 0, token: 0, acks: Array.new(count) { |n| "#{n}|default" }, reliable: false)
+  def ack(count) = store.fetch("proc-1", [], limit: 0, acks: Array.new(count) { |n| "#{n}|default" }, reliable: false)
 
   it "has exactly the documented keys" do
     keys = %w[retry_jobs_count dead_jobs_count scheduled_jobs_count failures_count processed_count processes queues batches]
@@ -42,7 +42,7 @@ describe "Jiggler.summary" do
   it "shows only queues that hold jobs" do
     RecordJob.with_options(queue: "drained").enqueue_bulk([[1], [2]])
     RecordJob.enqueue(3)
-    store.fetch("proc-1", ["drained"], limit: 5, token: 0, reliable: false)
+    store.fetch("proc-1", ["drained"], limit: 5, reliable: false)
     assert_equal({"default" => 1}, Jiggler.summary["queues"])
   end
 

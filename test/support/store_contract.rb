@@ -2,6 +2,10 @@
 
 require "securerandom"
 require "jiggler/payload"
+require "jiggler/job_rules"
+require "jiggler/batch"
+require "jiggler/store/fetched"
+require "jiggler/store/failed"
 
 # The behaviour every store must have, whatever holds the data. A spec runs it with `include StoreContract` and a
 # `build_store` method that returns a fresh, empty store:
@@ -61,11 +65,12 @@ module StoreContract
         assert_equal 2, subject.in_flight_count(PROCESS)
       end
 
-      it "names each fetched job by a unique number and its queue" do
-        subject.push("mail", [job, job])
-        fields = fields(fetch(["mail"], limit: 2, token: 7))
-        assert_equal 2, fields.uniq.size
-        fields.each { |field| assert_match(/\A\d+\|mail\z/, field) }
+      it "gives each fetched job a handle of its own, unique across fetches, and its queue" do
+        subject.push("mail", [job, job, job])
+        jobs = fetch(["mail"], limit: 2) + fetch(["mail"], limit: 2)
+        assert_equal 3, handles(jobs).uniq.size
+        assert_equal %w[mail mail mail], jobs.map(&:queue)
+        assert_equal handles(jobs).sort_by(&:to_s), handles(subject.in_flight(PROCESS)).sort_by(&:to_s)
       end
 
       it "never returns more than the limit" do
@@ -100,28 +105,28 @@ module StoreContract
 
       it "acknowledges finished jobs: out of flight and counted as processed" do
         subject.push("default", [job, job])
-        fields = fields(fetch(limit: 2))
-        assert_equal [], fetch(limit: 0, acks: fields)
+        jobs = fetch(limit: 2)
+        assert_equal [], fetch(limit: 0, acks: handles(jobs))
         assert_equal 0, subject.in_flight_count(PROCESS)
         assert_equal 2, subject.counts[:processed]
       end
 
       it "acknowledges and fetches in one call" do
         subject.push("default", [job])
-        first = fields(fetch(limit: 1))
+        first = handles(fetch(limit: 1))
         second = job
         subject.push("default", [second])
-        assert_equal [second], payloads(fetch(limit: 1, token: 1, acks: first))
+        assert_equal [second], payloads(fetch(limit: 1, acks: first))
         assert_equal 1, subject.counts[:processed]
         assert_equal 1, subject.in_flight_count(PROCESS)
       end
 
       it "records nothing in flight at most once (reliable: false)" do
         subject.push("default", [job, job])
-        fields = fields(fetch(limit: 2, reliable: false))
-        assert_equal 2, fields.size
+        jobs = fetch(limit: 2, reliable: false)
+        assert_equal 2, jobs.size
         assert_equal 0, subject.in_flight_count(PROCESS)
-        fetch(limit: 0, acks: fields, reliable: false)
+        fetch(limit: 0, acks: handles(jobs), reliable: false)
         assert_equal 2, subject.counts[:processed]
       end
 
@@ -137,9 +142,9 @@ module StoreContract
     def describe_fail
       it "moves a failed job from flight to the retry set and counts it" do
         subject.push("default", [job])
-        field = fields(fetch(limit: 1)).first
+        fetched = fetch(limit: 1).first
         failed = job(attempt: 1)
-        fail_jobs([[field, "retry", 1_000.0, failed]])
+        fail_jobs([[fetched, :retry, 1_000.0, failed]])
         assert_equal [[failed, 1_000.0]], subject.set_entries(:retry)
         assert_equal 0, subject.in_flight_count(PROCESS)
         assert_equal({processed: 0, failures: 1, scheduled: 0, retry: 1, dead: 0}, subject.counts)
@@ -147,9 +152,9 @@ module StoreContract
 
       it "moves a job with no retries left to the dead set" do
         subject.push("default", [job, job])
-        first, second = fields(fetch(limit: 2))
+        first, second = fetch(limit: 2)
         dead, retried = job, job
-        fail_jobs([[first, "dead", now, dead], [second, "retry", now + 60, retried]])
+        fail_jobs([[first, :dead, now, dead], [second, :retry, now + 60, retried]])
         assert_equal [dead], subject.set_entries(:dead).map(&:first)
         assert_equal [retried], subject.set_entries(:retry).map(&:first)
         assert_equal 2, subject.counts[:failures]
@@ -157,20 +162,20 @@ module StoreContract
 
       it "keeps at most dead_max jobs in the dead set, dropping the oldest" do
         dead = Array.new(3) { job }
-        dead.each_with_index { |payload, index| fail_jobs([["#{index}|default", "dead", now + index, payload]], reliable: false, dead_max: 2) }
+        dead.each_with_index { |payload, index| fail_jobs([[unfetched, :dead, now + index, payload]], reliable: false, dead_max: 2) }
         assert_equal dead.last(2), subject.set_entries(:dead).map(&:first)
       end
 
       it "drops dead jobs that died before the cutoff" do
         old, recent = job, job
-        fail_jobs([["1|default", "dead", now - 1_000, old]], reliable: false)
-        fail_jobs([["2|default", "dead", now, recent]], reliable: false, dead_cutoff: now - 10)
+        fail_jobs([[unfetched, :dead, now - 1_000, old]], reliable: false)
+        fail_jobs([[unfetched, :dead, now, recent]], reliable: false, dead_cutoff: now - 10)
         assert_equal [recent], subject.set_entries(:dead).map(&:first)
       end
 
       it "writes failures at most once (reliable: false) without any in-flight record" do
         failed = job
-        fail_jobs([["0|default", "retry", now, failed]], reliable: false)
+        fail_jobs([[unfetched, :retry, now, failed]], reliable: false)
         assert_equal [failed], subject.set_entries(:retry).map(&:first)
         assert_equal 1, subject.counts[:failures]
       end
@@ -178,9 +183,9 @@ module StoreContract
       it "writes nothing for a job that is no longer in flight (it was requeued)" do
         original = job
         subject.push("default", [original])
-        field = fields(fetch(limit: 1)).first
+        fetched = fetch(limit: 1).first
         subject.requeue(PROCESS)
-        fail_jobs([[field, "dead", now, job], [field, "retry", now, job]])
+        fail_jobs([[fetched, :dead, now, job], [fetched, :retry, now, job]])
         assert_equal({scheduled: 0, retry: 0, dead: 0}, subject.counts.slice(:scheduled, :retry, :dead))
         assert_equal [original], subject.queue_entries("default")
         assert_equal 0, subject.in_flight_count(PROCESS)
@@ -194,7 +199,7 @@ module StoreContract
         mail = job(queue: "mail")
         subject.push("mail", [mail])
         fetch(limit: 1)
-        fetch(["mail"], limit: 1, token: 1)
+        fetch(["mail"], limit: 1)
         assert_equal 2, subject.requeue(PROCESS)
         assert_equal [fetched, waiting], subject.queue_entries("default")
         assert_equal [mail], subject.queue_entries("mail")
@@ -205,7 +210,7 @@ module StoreContract
         jobs = Array.new(3) { job }
         subject.push("default", jobs)
         fetch(limit: 2)
-        fetch(limit: 1, token: 2)
+        fetch(limit: 1)
         subject.requeue(PROCESS)
         assert_equal jobs, subject.queue_entries("default")
       end
@@ -236,7 +241,7 @@ module StoreContract
         subject.push("default", [payload])
         fetch(limit: 1)
         subject.requeue(PROCESS)
-        assert_equal [payload], payloads(fetch(limit: 1, token: 1, process: OTHER_PROCESS))
+        assert_equal [payload], payloads(fetch(limit: 1, process: OTHER_PROCESS))
       end
     end
 
@@ -244,15 +249,15 @@ module StoreContract
       it "moves due scheduled jobs to their own queue and leaves later ones" do
         due, later = job(queue: "mail", retry_queue: "slow"), job
         subject.schedule([[now - 5, due], [now + 3_600, later]])
-        assert_equal 1, subject.enqueue_due(now)
+        assert_equal 1, enqueue_due(now)
         assert_equal({"mail" => 1}, subject.queue_sizes)
         assert_equal [later], subject.set_entries(:scheduled).map(&:first)
       end
 
       it "moves due retries to retry_queue when set, else to queue" do
-        fail_jobs([["1|a", "retry", now - 5, job(queue: "a", retry_queue: "slow")],
-          ["2|b", "retry", now - 5, job(queue: "b")], ["3|c", "retry", now + 3_600, job(queue: "c")]], reliable: false)
-        assert_equal 2, subject.enqueue_due(now)
+        fail_jobs([[unfetched("a"), :retry, now - 5, job(queue: "a", retry_queue: "slow")],
+          [unfetched("b"), :retry, now - 5, job(queue: "b")], [unfetched("c"), :retry, now + 3_600, job(queue: "c")]], reliable: false)
+        assert_equal 2, enqueue_due(now)
         assert_equal({"b" => 1, "slow" => 1}, subject.queue_sizes)
         assert_equal 1, subject.counts[:retry]
       end
@@ -260,7 +265,7 @@ module StoreContract
       it "refreshes enqueued_at and keeps the rest of the job" do
         subject.schedule([[now - 5, job(queue: "mail", enqueued_at: 1.0)]])
         moved_at = now
-        subject.enqueue_due(moved_at)
+        enqueue_due(moved_at)
         moved = Jiggler::Payload.load(subject.queue_entries("mail").first)
         assert_in_delta moved_at, moved["enqueued_at"], 0.001
         assert_equal "mail", moved["queue"]
@@ -268,15 +273,15 @@ module StoreContract
 
       it "moves more due jobs than one batch" do
         subject.schedule(Array.new(250) { [now - 1, job] })
-        assert_equal 250, subject.enqueue_due(now)
+        assert_equal 250, enqueue_due(now)
         assert_equal({"default" => 250}, subject.queue_sizes)
         assert_equal 0, subject.counts[:scheduled]
       end
 
       it "moves nothing twice" do
         subject.schedule([[now - 1, job]])
-        subject.enqueue_due(now)
-        assert_equal 0, subject.enqueue_due(now)
+        enqueue_due(now)
+        assert_equal 0, enqueue_due(now)
         assert_equal({"default" => 1}, subject.queue_sizes)
       end
 
@@ -284,16 +289,16 @@ module StoreContract
         assert_nil subject.next_due
         subject.schedule([[now + 60, job], [now + 30, job]])
         assert_in_delta now + 30, subject.next_due, 0.01
-        fail_jobs([["1|a", "retry", now + 10, job]], reliable: false)
+        fail_jobs([[unfetched("a"), :retry, now + 10, job]], reliable: false)
         assert_in_delta now + 10, subject.next_due, 0.01
-        subject.enqueue_due(now + 20)
+        enqueue_due(now + 20)
         assert_in_delta now + 30, subject.next_due, 0.01
       end
 
       it "does not let a malformed entry block the due jobs" do
         good = job(queue: "mail")
         subject.schedule([[now - 2, "not json"], [now - 1, good]])
-        assert_equal 2, subject.enqueue_due(now)
+        assert_equal 2, enqueue_due(now)
         assert_equal 1, subject.queue_sizes["mail"]
         assert_equal 0, subject.counts[:scheduled]
       end
@@ -341,8 +346,7 @@ module StoreContract
       it "lists only queues that hold jobs" do
         subject.push("a", [job])
         subject.push("b", [job])
-        fields = fields(fetch(["a"], limit: 1))
-        fetch(limit: 0, acks: fields)
+        fetch(limit: 0, acks: handles(fetch(["a"], limit: 1)))
         assert_equal({"b" => 1}, subject.queue_sizes)
       end
 
@@ -368,15 +372,15 @@ module StoreContract
 
       it "clears one set" do
         subject.schedule([[now, job]])
-        fail_jobs([["1|default", "dead", now, job]], reliable: false)
+        fail_jobs([[unfetched, :dead, now, job]], reliable: false)
         subject.clear_set(:dead)
         assert_equal [1, 0], subject.counts.values_at(:scheduled, :dead)
       end
 
       it "resets one counter" do
-        fail_jobs([["1|default", "dead", now, job]], reliable: false)
+        fail_jobs([[unfetched, :dead, now, job]], reliable: false)
         subject.push("default", [job])
-        fetch(limit: 0, acks: fields(fetch(limit: 1)))
+        fetch(limit: 0, acks: handles(fetch(limit: 1)))
         subject.reset_counter(:processed)
         assert_equal [0, 1], subject.counts.values_at(:processed, :failures)
       end
@@ -417,7 +421,7 @@ module StoreContract
         assert_equal [other], payloads(fetch(%w[paused other], limit: 5))
         assert_equal [["paused"], {"paused" => 1}], [subject.paused_queues, subject.queue_sizes]
         subject.resume_queue("paused")
-        assert_equal [[], [paused]], [subject.paused_queues, payloads(fetch(%w[paused other], limit: 5, token: 1))]
+        assert_equal [[], [paused]], [subject.paused_queues, payloads(fetch(%w[paused other], limit: 5))]
       end
 
       it "still takes pushes into a paused queue, and lists each paused queue once" do
@@ -485,9 +489,9 @@ module StoreContract
         scheduled = job(queue: "mail", retry_queue: "slow")
         subject.schedule([[now + 3_600, scheduled]])
         retried, dead = job(queue: "a", retry_queue: "slow"), job(queue: "b")
-        fail_jobs([["1|a", "retry", now + 3_600, retried], ["2|b", "dead", now, dead]], reliable: false)
+        fail_jobs([[unfetched("a"), :retry, now + 3_600, retried], [unfetched("b"), :dead, now, dead]], reliable: false)
         moved = [[:scheduled, scheduled], [:retry, retried], [:dead, dead]].sum do |set, payload|
-          subject.enqueue_set_entries(set, [subject.set_entries(set).first.reverse.tap { |pair| pair[1] = jid_of(payload) }])
+          enqueue_set_entries(set, [subject.set_entries(set).first.reverse.tap { |pair| pair[1] = jid_of(payload) }])
         end
         assert_equal [3, {"b" => 1, "mail" => 1, "slow" => 1}], [moved, subject.queue_sizes]
         assert_equal({scheduled: 0, retry: 0, dead: 0}, subject.counts.slice(:scheduled, :retry, :dead))
@@ -498,19 +502,19 @@ module StoreContract
         subject.schedule([[now + 60, payload]])
         entry = [[subject.set_entries(:scheduled).first.last, jid_of(payload)]]
         moved_at = now
-        assert_equal 1, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
-        assert_equal 0, subject.enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_equal 1, enqueue_set_entries(:scheduled, entry, now: moved_at)
+        assert_equal 0, enqueue_set_entries(:scheduled, entry, now: moved_at)
         assert_in_delta moved_at, Jiggler::Payload.load(subject.queue_entries("default").first)["enqueued_at"], 0.001
       end
 
       it "kills scheduled and retry entries: to the dead set, with died_at" do
         scheduled, retried = job, job
         subject.schedule([[now + 60, scheduled]])
-        fail_jobs([["1|default", "retry", now + 60, retried]], reliable: false)
+        fail_jobs([[unfetched, :retry, now + 60, retried]], reliable: false)
         killed_at = now
         [[:scheduled, scheduled], [:retry, retried]].each do |set, payload|
           entry = [subject.set_entries(set).first.last, jid_of(payload)]
-          assert_equal 1, subject.kill_set_entries(set, [entry], now: killed_at)
+          assert_equal 1, kill_set_entries(set, [entry], now: killed_at)
         end
         dead = subject.set_entries(:dead)
         assert_equal [[jid_of(scheduled), killed_at], [jid_of(retried), killed_at]].sort, dead.map { |entry, score| [jid_of(entry), score] }.sort
@@ -519,7 +523,7 @@ module StoreContract
       end
 
       it "refuses to kill dead entries" do
-        assert_raises(ArgumentError) { subject.kill_set_entries(:dead, []) }
+        assert_raises(ArgumentError) { kill_set_entries(:dead, []) }
       end
 
       it "deletes one job from a queue" do
@@ -542,9 +546,9 @@ module StoreContract
         subject.schedule([[now + 60, payload]])
         places = [jobs_held]
         entry = [subject.set_entries(:scheduled).first.last, jid_of(payload)]
-        subject.kill_set_entries(:scheduled, [entry], now: 123.0)
+        kill_set_entries(:scheduled, [entry], now: 123.0)
         places << jobs_held
-        subject.enqueue_set_entries(:dead, [[123.0, jid_of(payload)]])
+        enqueue_set_entries(:dead, [[123.0, jid_of(payload)]])
         places << jobs_held
         assert_equal [1, 1, 1], places
       end
@@ -555,15 +559,15 @@ module StoreContract
         places = [1]
         subject.schedule([[now - 1, job]])
         places << jobs_held
-        subject.enqueue_due(now)
+        enqueue_due(now)
         places << jobs_held
-        field = fields(fetch(limit: 1)).first
+        fetched = fetch(limit: 1).first
         places << jobs_held
-        fail_jobs([[field, "retry", now - 1, job]])
+        fail_jobs([[fetched, :retry, now - 1, job]])
         places << jobs_held
-        subject.enqueue_due(now)
+        enqueue_due(now)
         places << jobs_held
-        fetch(limit: 1, token: 1)
+        fetch(limit: 1)
         subject.requeue(PROCESS)
         places << jobs_held
         assert_equal [1] * 7, places
@@ -619,14 +623,14 @@ module StoreContract
 
       it "forms a full batch from the oldest items, in enqueue order, and leaves a partial one until it is due" do
         subject.add_to_batch("default", "BatchJob", (1..5).map { |n| item(n) }, now)
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
-        assert_equal 0, subject.form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
+        assert_equal 0, form_batch("default", "BatchJob", size: 2, due_before: now - 60, now: now)
         batches = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }
         assert_equal [[[1], [2]], [[3], [4]]], batches.map { |batch| batch["args"] }
         assert_equal %w[BatchJob BatchJob], batches.map { |batch| batch["name"] }
         assert_equal 4, batches.flat_map { |batch| batch["jids"] }.uniq.size
-        assert_equal 1, subject.form_batch("default", "BatchJob", size: 2, due_before: now + 1, now: now)
+        assert_equal 1, form_batch("default", "BatchJob", size: 2, due_before: now + 1, now: now)
         assert_equal 3, subject.queue_sizes["default"]
         assert_empty subject.batch_sizes
       end
@@ -634,7 +638,7 @@ module StoreContract
       it "forms a batch once when two stores race for the same items" do
         other = build_store
         subject.add_to_batch("default", "BatchJob", [item(1), item(2)], now)
-        taken = [subject, other].map { |store| store.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now) }
+        taken = [subject, other].map { |store| form_batch("default", "BatchJob", size: 2, due_before: 0, now: now, store: store) }
         assert_equal [2, 0], taken
         assert_equal({"default" => 1}, subject.queue_sizes)
       ensure
@@ -643,7 +647,7 @@ module StoreContract
 
       it "sends an unreadable item to the dead set and batches the rest" do
         subject.add_to_batch("default", "BatchJob", [item(1), "{not json", item(2)], now)
-        assert_equal 3, subject.form_batch("default", "BatchJob", size: 3, due_before: 0, now: now)
+        assert_equal 3, form_batch("default", "BatchJob", size: 3, due_before: 0, now: now)
         assert_equal [[[1], [2]]], subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["args"] }
         dead = Jiggler::Payload.load(subject.set_entries(:dead).first.first)
         assert_equal "{not json", dead["raw"]
@@ -652,12 +656,12 @@ module StoreContract
       it "puts due scheduled batch items in their batch, and retries of them in their queue" do
         scheduled = (1..3).map { |n| job(name: "BatchJob", args: [n], batch_item: true) }
         subject.schedule([[now - 2, scheduled[0]], [now - 1, scheduled[1]], [now + 3_600, scheduled[2]], [now - 1, job]])
-        fail_jobs([["1|mail", "retry", now - 1, job(name: "BatchJob", args: [4], queue: "mail", batch_item: true)]], reliable: false)
-        assert_equal 4, subject.enqueue_due(now)
-        assert_equal 0, subject.enqueue_due(now)
+        fail_jobs([[unfetched("mail"), :retry, now - 1, job(name: "BatchJob", args: [4], queue: "mail", batch_item: true)]], reliable: false)
+        assert_equal 4, enqueue_due(now)
+        assert_equal 0, enqueue_due(now)
         assert_equal({"default" => 1, "mail" => 1}, subject.queue_sizes)
         assert_equal [["default", "BatchJob", 2]], subject.batch_sizes.map { |sizes| sizes.first(3) }
-        assert_equal 2, subject.form_batch("default", "BatchJob", size: 2, due_before: 0, now: now)
+        assert_equal 2, form_batch("default", "BatchJob", size: 2, due_before: 0, now: now)
         batch = subject.queue_entries("default").map { |payload| Jiggler::Payload.load(payload) }.find { |job| job["jids"] }
         assert_equal [[1], [2]], batch["args"].sort
         assert_equal 1, subject.counts[:scheduled]
@@ -704,19 +708,39 @@ module StoreContract
   # A batch item's payload as the client writes it: the jids of one enqueue call rise with the items.
   def item(value) = job(name: "BatchJob", args: [value], jid: format("%024d", value))
 
-  def fetch(queues = ["default"], limit:, token: 0, acks: [], reliable: true, process: PROCESS)
-    subject.fetch(process, queues, limit: limit, token: token, acks: acks, reliable: reliable)
+  def fetch(queues = ["default"], limit:, acks: [], reliable: true, process: PROCESS)
+    subject.fetch(process, queues, limit: limit, acks: acks, reliable: reliable)
   end
 
+  # The moves that need a decision about jobs, decided as the server and the dashboard decide them.
+  def enqueue_due(at) = subject.enqueue_due(at) { |from, payload| Jiggler::JobRules.due(from, payload, at) }
+
+  def enqueue_set_entries(set, entries, now: Time.now.to_f)
+    subject.enqueue_set_entries(set, entries, now: now) { |from, payload| Jiggler::JobRules.due(from, payload, now) }
+  end
+
+  def kill_set_entries(set, entries, now: Time.now.to_f)
+    subject.kill_set_entries(set, entries, now: now) { |payload| Jiggler::JobRules.killed(payload, now) }
+  end
+
+  def form_batch(queue, name, store: subject, **options)
+    store.form_batch(queue, name, **options) { |items| Jiggler::Batch.build(queue, name, items, options[:now]) }
+  end
+
+  # Fails jobs given as [fetched, set, at, payload] lists.
   def fail_jobs(failures, reliable: true, dead_cutoff: 0.0, dead_max: 100)
-    subject.fail(PROCESS, failures, reliable: reliable, dead_cutoff: dead_cutoff, dead_max: dead_max)
+    failed = failures.map { |fetched, set, at, payload| Jiggler::Store::Failed.new(fetched: fetched, set: set, at: at, payload: payload) }
+    subject.fail(PROCESS, failed, reliable: reliable, dead_cutoff: dead_cutoff, dead_max: dead_max)
   end
 
-  def fields(reply) = reply.each_slice(2).map(&:first)
+  def handles(jobs) = jobs.map(&:handle)
+
+  # A job failed at most once, never held in flight: no handle.
+  def unfetched(queue = "default") = Jiggler::Store::Fetched.new(nil, queue, nil)
 
   def jid_of(payload) = Jiggler::Payload.load(payload)["jid"]
 
-  def payloads(reply) = reply.each_slice(2).map(&:last)
+  def payloads(jobs) = jobs.map(&:payload)
 
   # How many jobs are anywhere: queued, in flight for PROCESS, scheduled, retrying or dead.
   def jobs_held
@@ -729,11 +753,11 @@ module StoreContract
     subject.push("mail", [job(queue: "mail")])
     subject.schedule([[now + 60, job]])
     subject.beat(PROCESS, "{}", 60)
-    first, second, third = fields(fetch(limit: 3))
-    fetch(limit: 0, acks: [first])
-    fail_jobs([[second, "retry", now + 60, job], [third, "dead", now, job]])
+    first, second, third = fetch(limit: 3)
+    fetch(limit: 0, acks: [first.handle])
+    fail_jobs([[second, :retry, now + 60, job], [third, :dead, now, job]])
     subject.push("default", [job])
-    fetch(limit: 1, token: 3)
+    fetch(limit: 1)
     subject.add_to_batch("default", "BatchJob", [item(1)], now)
   end
 end

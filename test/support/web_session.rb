@@ -32,7 +32,7 @@ module WebSession
 
   # Puts payloads in the retry or dead set with the given scores.
   def add_failed(set, entries)
-    failures = entries.map.with_index { |(score, job), index| ["#{index}|default", set.to_s, score, job] }
+    failures = entries.map { |score, job| Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(nil, "default", nil), set: set.to_sym, at: score, payload: job) }
     web_store.fail("web-test", failures, reliable: false, dead_cutoff: 0.0, dead_max: 1_000)
   end
 

@@ -7,19 +7,15 @@ require_relative "../job"
 module Jiggler
   module Server
     # Turns waiting batch items into batch jobs once they are due: a full batch is formed at enqueue already, so this
-    # catches the batches whose oldest item has waited `batch_interval`. It checks every half of the shortest interval
-    # of the batch classes this process loaded (at least every poll_interval), and forms only batches of those classes
-    # (it needs their size and interval).
+    # catches the batches whose oldest item has waited `batch_interval`. It checks every `interval` seconds (the
+    # launcher passes half of the shortest interval of the batch classes this process loaded, at most poll_interval),
+    # and forms only batches of the classes this process knows (it needs their size and interval).
     class Batcher
-      # Whether this process loaded any batch class.
-      def self.needed? = !Job.shortest_batch_interval.nil?
-
       # @parameter store [Store::Redis | Store::SQLite] a store for this loop alone.
-      # @parameter longest_wait [Numeric] seconds between checks at most (the scheduler's poll_interval).
-      def initialize(store:, longest_wait:, logger:)
+      # @parameter interval [Numeric] seconds between checks.
+      def initialize(store:, interval:, logger:)
         @store = store
         @logger = logger
-        interval = [Job.shortest_batch_interval / 2.0, longest_wait].min
         @periodic = Periodic.new("batcher", interval: interval, logger: logger, closing: @store) { form_due }
       end
 

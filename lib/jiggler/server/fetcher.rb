@@ -3,7 +3,6 @@
 require "set"
 require "async/notification"
 require "async/task"
-require_relative "fetched"
 require_relative "outage"
 
 module Jiggler
@@ -12,6 +11,10 @@ module Jiggler
     # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
     # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
     # missed), so an idle server costs almost nothing.
+    #
+    # A suspect (JobRules.death) runs only alone: when a worker hands one back, the fetcher stops taking jobs, lets
+    # the others finish and acknowledges them, puts back the other suspects it holds, and runs that one alone. So a
+    # process that dies running a suspect holds that job alone, and the death counts against it alone.
     class Fetcher
       IDLE_POLL = 5.0
       MAX_ACKS = 1000
@@ -33,7 +36,7 @@ module Jiggler
         @changed = Async::Notification.new
         @acks = []
         @failures = []
-        @token = 0
+        @suspects = []
         @state = :running
         @pushed = true
       end
@@ -50,12 +53,23 @@ module Jiggler
       end
 
       # Records a finished job, to be acknowledged (or moved to retry or dead) with the next round trip.
-      # @parameter fetched [Fetched]
-      # @parameter failure [Array | Nil] the failure record, when the job failed.
+      # @parameter fetched [Store::Fetched]
+      # @parameter failure [Store::Failed | Nil] the failure record, when the job failed.
       def done(fetched, failure)
-        failure ? @failures << failure : @acks << fetched.field
+        failure ? @failures << failure : @acks << fetched.handle
+        @alone = nil if @alone.equal?(fetched)
         @changed.signal
       end
+
+      # Holds a suspect the workers would not run beside other jobs, to run it alone.
+      # @parameter fetched [Store::Fetched]
+      def isolate(fetched)
+        @suspects << fetched
+        @changed.signal
+      end
+
+      # Whether a job runs alone in this process (every job does at most once: nothing is held in flight).
+      def alone?(fetched) = !@reliable || @alone.equal?(fetched)
 
       # Stops taking new jobs; finished ones are still acknowledged.
       def quiet
@@ -91,8 +105,9 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
+        run_alone if @suspects.any? && ready_to_run_alone?
         # Free workers can be fewer than none while jobs taken ahead wait; a negative limit would hand tokens back.
-        limit = (@state == :running) ? [@workers.free + ahead, 0].max : 0
+        limit = fetching? ? [@workers.free + ahead, 0].max : 0
         return if limit <= 0 && @acks.empty?
         @pushed = false
         jobs = fetch(limit)
@@ -105,14 +120,24 @@ module Jiggler
       # jobs (few finish per round trip) are not held back from other processes.
       def ahead = [@acks.size, @workers.concurrency].min
 
+      # Takes new jobs unless a suspect waits to run alone, or runs alone.
+      def fetching? = @state == :running && @suspects.empty? && @alone.nil?
+
+      # Nothing runs or waits, and every finished job is acknowledged: this process holds only its suspects.
+      def ready_to_run_alone? = @state == :running && @alone.nil? && @workers.idle? && @acks.empty? && @failures.empty?
+
+      # Puts back every suspect held but one, which then runs alone.
+      def run_alone
+        first, *others = @suspects
+        @store.requeue(@process, others) unless others.empty?
+        @suspects.clear
+        @alone = first
+        @workers.assign([first])
+      end
+
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        # The tokens are spent before the call: if its reply is lost, a retry must not reuse (and overwrite) the
-        # in-flight records it may have written; `reconcile` puts those jobs back.
-        token = @token
-        @token += limit
-        reply = @store.fetch(@process, @queues, limit: limit, token: token, acks: acks, reliable: @reliable)
-        reply.each_slice(2).map { |field, payload| Fetched.new(field, payload) }
+        @store.fetch(@process, @queues, limit: limit, acks: acks, reliable: @reliable)
       rescue
         @acks.unshift(*acks)
         raise
@@ -122,10 +147,10 @@ module Jiggler
       # received would stay there for good. Put those back in their queues.
       def reconcile
         return unless @reliable
-        known = (@workers.assigned_fields + @acks + @failures.map(&:first)).to_set
-        stray = @store.in_flight(@process).keys.reject { |field| known.include?(field) }
+        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle } + @suspects.map(&:handle)).to_set
+        stray = @store.in_flight(@process).reject { |job| known.include?(job.handle) }
         return if stray.empty?
-        @store.requeue(@process, stray.to_h { |field| [field, nil] })
+        @store.requeue(@process, stray)
         @logger.warn("fetcher: #{stray.size} jobs taken during the outage never arrived; they are back in their queues")
       end
 
@@ -137,8 +162,8 @@ module Jiggler
 
       def more_to_do?
         return false if @state == :stopped
-        return true if @acks.any? || @failures.any?
-        @state == :running && @workers.free.positive? && (@pushed || !@drained)
+        return true if @acks.any? || @failures.any? || (@suspects.any? && ready_to_run_alone?)
+        fetching? && @workers.free.positive? && (@pushed || !@drained)
       end
 
       def flush(timeout)

@@ -28,13 +28,16 @@ module Jiggler
         @config = config
         @logger = logger
         @identity = Identity.new(config)
-        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? })
+        # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
+        @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
+        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
+          alone: ->(fetched) { @fetcher.alone?(fetched) })
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
-          @batcher = Batcher.new(store: Store.dedicated(config), longest_wait: config[:poll_interval], logger: logger) if Batcher.needed?
+          @batcher = batcher(config, logger)
         end
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
@@ -46,7 +49,7 @@ module Jiggler
       # @parameter parent [Async::Task]
       # @raises [Store::ConnectionError] when the store cannot be reached.
       def start(parent: Async::Task.current)
-        Jiggler.client = Client.new(Store.server(@config, size: @config[:client_concurrency])) unless @config[:client_redis_pool]
+        Jiggler.client = Client.new(@client_store) unless @config[:client_redis_pool]
         @heartbeat.start
         @workers.start(parent: parent, reporter: @fetcher)
         @fetcher.start(parent: parent)
@@ -85,6 +88,13 @@ module Jiggler
       end
 
       private
+
+      # A batcher when this process loaded batch classes: it checks every half of their shortest batch_interval, and
+      # at least every poll_interval.
+      def batcher(config, logger)
+        shortest = Job.shortest_batch_interval or return
+        Batcher.new(store: Store.dedicated(config), interval: [shortest / 2.0, config[:poll_interval]].min, logger: logger)
+      end
 
       def finish(unstarted, interrupted)
         left = Async::Task.current.with_timeout(FINISH_TIMEOUT) do

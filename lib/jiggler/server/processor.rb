@@ -6,6 +6,7 @@ require_relative "../job"
 require_relative "../batch"
 require_relative "../result"
 require_relative "../handlers"
+require_relative "../job_rules"
 require_relative "failure"
 
 module Jiggler
@@ -20,11 +21,18 @@ module Jiggler
       # Raised (and recorded on the job) when the arguments do not fit `perform`.
       class ArityError < Error; end
 
+      # What `call` returns for a suspect (JobRules.suspect?) it did not run, since it may not run beside other jobs.
+      SUSPECT = :suspect
+
       # @parameter logger [Logger]
+      # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
+      # @parameter alone [#call] whether a fetched job runs alone in this process, so a suspect may run.
       # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
-      def initialize(logger:, interrupted: -> { true }, config: Jiggler.config)
+      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config)
         @logger = logger
+        @results = results
+        @alone = alone
         @interrupted = interrupted
         @classes = {}
         @reloads = Job.reloads
@@ -33,14 +41,16 @@ module Jiggler
         @handlers = Handlers.new(config, logger)
       end
 
-      # @parameter fetched [Fetched]
-      # @returns [Array | Nil] nil when the job succeeded, else its failure record for Store#fail.
+      # @parameter fetched [Store::Fetched]
+      # @returns [Store::Failed | Nil | SUSPECT] nil when the job succeeded, else its failure record for Store#fail;
+      #   SUSPECT for a suspect that does not run alone, which the caller holds to run alone.
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
         @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
-        Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record[3]), error) }
+        Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record.payload), error) }
       else
+        return SUSPECT if JobRules.suspect?(job) && !@alone.call(fetched)
         @wrapper ? @wrapper.call { perform(fetched, job) } : perform(fetched, job)
       end
 
@@ -73,8 +83,8 @@ module Jiggler
       end
 
       def failed(fetched, job, error)
-        record = Failure.record(fetched.field, job, error, Time.now.to_f)
-        dead = record[1] == "dead"
+        record = Failure.record(fetched, job, error, Time.now.to_f)
+        dead = record.dead?
         @logger.error do
           "#{dead ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
             "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
@@ -132,7 +142,7 @@ module Jiggler
           Result.error(error.class, error.message)
         end
         jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
-        Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
+        @results.save_results(jids.map { |jid| [jid, json] }, ttl)
       end
 
       # Empties the cache of job classes once the app's code was reloaded, so new jobs run the new code.

@@ -2,17 +2,17 @@
 
 require_relative "periodic"
 require_relative "failure"
-require_relative "fetched"
-require_relative "../payload"
+require_relative "../job_rules"
 
 module Jiggler
   module Server
     # Finds processes that died (their registration expired without a goodbye: kill -9, OOM, a lost host) and puts
-    # the jobs they held in flight back at the head of their queues. Each such delivery counts as a crash on the job;
-    # a job in flight at `max_crashes` deaths is probably what kills its process, so it goes to the dead set instead.
+    # the jobs they held in flight back at the head of their queues. JobRules.death decides what the death means for
+    # each: a crash when the process held it alone, else suspicion (it runs alone next time); a job with
+    # `max_crashes` crashes is probably what kills its process, so it goes to the dead set instead.
     # Every live process runs a reaper; the store moves each job exactly once, whoever gets there first.
     class Reaper
-      # Recorded on a job that was in flight in too many processes that died.
+      # Recorded on a job that was running alone in too many processes that died.
       class PoisonJobError < Error; end
 
       # @parameter store [Store::Redis | Store::SQLite] a store for this reaper alone.
@@ -59,32 +59,16 @@ module Jiggler
       end
 
       def recover(process)
-        poisoned, requeued = sort(@store.in_flight(process))
-        killed = poisoned.any? ? @store.fail(process, poisoned, reliable: true, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max) : 0
-        back = requeued.any? ? @store.requeue(process, requeued) : 0
+        death = JobRules.death(@store.in_flight(process), @max_crashes)
+        now = Time.now.to_f
+        failures = death.poisoned.map { |fetched, job| Failure.kill(fetched, job, poison_error(job), now) } +
+          death.unreadable.map { |fetched, error| Failure.malformed(fetched, error, now) }
+        killed = failures.any? ? @store.fail(process, failures, reliable: true, dead_cutoff: now - @dead_timeout, dead_max: @dead_max) : 0
+        back = death.requeued.any? ? @store.requeue(process, death.requeued) : 0
         @store.forget(process)
         # Reapers of several processes may race for the same jobs; each reports only what it moved.
         log(process, back, killed) if (back + killed).positive?
         back + killed
-      end
-
-      # Splits a dead process's jobs into failure records for the dead set and replacement payloads to requeue.
-      def sort(held)
-        now = Time.now.to_f
-        poisoned = []
-        requeued = {}
-        held.each do |field, payload|
-          job = Payload.load(payload)
-          job["crashes"] = Failure.count(job["crashes"]) + 1
-          if job["crashes"] >= @max_crashes
-            poisoned << Failure.kill(field, job, poison_error(job), now)
-          else
-            requeued[field] = Payload.dump(job)
-          end
-        rescue => error # unreadable, or a payload whose fields jiggler cannot use
-          poisoned << Failure.malformed(Fetched.new(field, payload), error, now)
-        end
-        [poisoned, requeued]
       end
 
       def poison_error(job)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "periodic"
+require_relative "../job_rules"
 
 module Jiggler
   module Server
@@ -13,7 +14,8 @@ module Jiggler
       def initialize(store:, interval:, logger:)
         @store = store
         @periodic = Periodic.new("scheduler", interval: interval, logger: logger, closing: @store, sooner: true) do
-          moved = @store.enqueue_due(Time.now.to_f)
+          now = Time.now.to_f
+          moved = @store.enqueue_due(now) { |from, payload| JobRules.due(from, payload, now) }
           logger.debug { "scheduler: #{moved} due jobs moved to their queues" } if moved.positive?
           next_due = @store.next_due
           next_due - Time.now.to_f if next_due

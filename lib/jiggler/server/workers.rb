@@ -2,6 +2,7 @@
 
 require "async/task"
 require_relative "failure"
+require_relative "processor"
 
 module Jiggler
   module Server
@@ -30,7 +31,8 @@ module Jiggler
 
       # Starts the worker fibers.
       # @parameter parent [Async::Task]
-      # @parameter reporter [#done] told of every finished job as `done(fetched, failure_or_nil)`.
+      # @parameter reporter [#done, #isolate] told of every finished job as `done(fetched, failure_or_nil)`, and of a
+      #   suspect the processor would not run beside other jobs as `isolate(fetched)`.
       def start(parent:, reporter:)
         @reporter = reporter
         @tasks = Array.new(@concurrency) do |index|
@@ -39,7 +41,7 @@ module Jiggler
       end
 
       # Hands fetched jobs to the workers.
-      # @parameter jobs [Array(Fetched)]
+      # @parameter jobs [Array(Store::Fetched)]
       def assign(jobs)
         @jobs.concat(jobs)
         jobs.size.times do
@@ -51,7 +53,7 @@ module Jiggler
       # How many more jobs the workers can take without anything waiting.
       def free = @concurrency - @busy - @jobs.size
 
-      # The jobs running now, by in-flight field: queue, payload and start time (epoch seconds).
+      # The jobs running now, by handle (as a String, a JSON key): queue, payload and start time (epoch seconds).
       # @returns [Hash] a new one, safe to read from another thread.
       def current_jobs
         @slots.each_with_index.with_object({}) do |(job, index), jobs|
@@ -59,15 +61,15 @@ module Jiggler
           # Read from another thread, a worker may move on between the two reads; a job still in its slot after
           # them started at `run_at` (each Fetched is run once, and its start is written before it).
           next unless job && @slots[index].equal?(job)
-          jobs[job.field] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
+          jobs[job.handle.to_s] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
         end
       end
 
-      # The in-flight fields of the jobs assigned to the workers, running or waiting.
-      def assigned_fields = @slots.compact.map(&:field) + @jobs.map(&:field)
+      # The handles of the jobs assigned to the workers, running or waiting.
+      def assigned_handles = @slots.compact.map(&:handle) + @jobs.map(&:handle)
 
       # Takes back the jobs that were assigned but have not started.
-      # @returns [Array(Fetched)]
+      # @returns [Array(Store::Fetched)]
       def drain
         jobs = @jobs.dup
         @jobs.clear
@@ -88,6 +90,9 @@ module Jiggler
         @tasks.each(&:stop)
         unfinished
       end
+
+      # Whether no job runs or waits for a worker.
+      def idle? = @busy.zero? && @jobs.empty?
 
       # Whether `stop` is interrupting running jobs.
       def interrupting? = @interrupting == true
@@ -113,7 +118,7 @@ module Jiggler
         failure = process(job)
         @slots[index] = nil
         @busy -= 1
-        @reporter.done(job, failure)
+        failure.equal?(Processor::SUSPECT) ? @reporter.isolate(job) : @reporter.done(job, failure)
       end
 
       def process(job)

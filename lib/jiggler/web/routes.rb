@@ -5,6 +5,7 @@ require_relative "stats"
 require_relative "entry"
 require_relative "filter"
 require_relative "assets"
+require_relative "../job_rules"
 
 module Jiggler
   class Web
@@ -80,9 +81,9 @@ module Jiggler
           set = SETS[route_params["set"]] || not_found
           entries = Array(url_params["keys"]).filter_map { |key| Entry.parse_key(key) if key.is_a?(String) }
           case param("do")
-          when "run" then store.enqueue_set_entries(set, entries)
+          when "run" then Routes.enqueue(store, set, entries)
           when "delete" then store.delete_set_entries(set, entries)
-          when "kill" then (set == :dead) ? halt(400) : store.kill_set_entries(set, entries)
+          when "kill" then (set == :dead) ? halt(400) : Routes.kill(store, set, entries)
           else halt(400, "unknown action")
           end
           redirect("/#{route_params["set"]}")
@@ -131,8 +132,18 @@ module Jiggler
       def self.enqueue_all(store, set)
         loop do
           entries = store.set_entries(set, limit: 100).filter_map { |payload, score| Entry.new(payload, score).then { |entry| [score, entry.jid] if entry.jid } }
-          break if entries.empty? || store.enqueue_set_entries(set, entries).zero?
+          break if entries.empty? || enqueue(store, set, entries).zero?
         end
+      end
+
+      # Moves entries of a set to their queues now, where JobRules.due sends them. @returns [Integer] how many moved.
+      def self.enqueue(store, set, entries, now: Time.now.to_f)
+        store.enqueue_set_entries(set, entries, now: now) { |from, payload| JobRules.due(from, payload, now) }
+      end
+
+      # Moves entries of a set to the dead set, stamped by JobRules.killed. @returns [Integer] how many moved.
+      def self.kill(store, set, entries, now: Time.now.to_f)
+        store.kill_set_entries(set, entries, now: now) { |payload| JobRules.killed(payload, now) }
       end
     end
   end

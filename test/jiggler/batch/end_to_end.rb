@@ -52,7 +52,7 @@ module BatchEndToEnd
         job = Jiggler::Payload.load(payload)
         assert_equal [[1], [2], [3], [4], [5]], job["args"]
         assert_equal 1, job["attempt"]
-        Jiggler.store.enqueue_due(Time.now.to_f + 3600) # the retry is due now
+        Jiggler.store.enqueue_due(Time.now.to_f + 3600) { |from, payload| Jiggler::JobRules.due(from, payload, Time.now.to_f) } # the retry is due now
         wait_for(message: "the retry") { lines("ok:").any? }
         assert_equal ["fail:1,2,3,4,5", "ok:1,2,3,4,5"], lines("fail:") + lines("ok:")
       end

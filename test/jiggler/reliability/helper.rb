@@ -69,13 +69,13 @@ module ReliabilityHelper
   def server_id(server) = server.log[/ started: (\S+),/, 1]
 
   # The payloads a server holds in flight.
-  def held_by(server) = store.in_flight(server_id(server)).values
+  def held_by(server) = store.in_flight(server_id(server)).map(&:payload)
 
   # The parsed jobs a server holds in flight.
   def held_jobs(server) = held_by(server).map { |payload| JSON.parse(payload) }
 
   # Takes up to `limit` jobs from a queue into flight for `process`, as that process's fetcher would.
-  def hold(process, queue, limit) = store.fetch(process, [queue], limit: limit, token: 0)
+  def hold(process, queue, limit) = store.fetch(process, [queue], limit: limit)
 
   # Registers `process` with a registration that expires at once: to the reapers, a process that died.
   def register_dead(process)

@@ -22,7 +22,7 @@ StoreTarget.describe_each("poison jobs") do
   # Makes every retry due at once, as if its back-off had passed, until `block` is true.
   def retry_until(timeout: 8, message: "condition", &block)
     wait_for(timeout: timeout, message: message) do
-      store.enqueue_due(Time.now.to_f + 10**6)
+      store.enqueue_due(Time.now.to_f + 10**6) { |from, payload| Jiggler::JobRules.due(from, payload, Time.now.to_f) }
       block.call
     end
   end

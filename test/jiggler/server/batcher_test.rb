@@ -20,7 +20,7 @@ end
 StoreTarget.describe_each("Jiggler::Server::Batcher") do
   include LoopTest
 
-  def batcher = Jiggler::Server::Batcher.new(store: build_store, longest_wait: 5, logger: logger)
+  def batcher = Jiggler::Server::Batcher.new(store: build_store, interval: 0.025, logger: logger)
 
   def batches_queued = Jiggler.store.queue_entries("default").map { |payload| JSON.parse(payload) }
 

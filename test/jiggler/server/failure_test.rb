@@ -2,7 +2,7 @@
 
 require "test_helper"
 require "jiggler/server/failure"
-require "jiggler/server/fetched"
+require "jiggler/store/fetched"
 
 describe Jiggler::Server::Failure do
   let(:now) { 1_700_000_000.0 }
@@ -17,9 +17,11 @@ describe Jiggler::Server::Failure do
     caught
   end
 
-  def record(data, error = raised) = Jiggler::Server::Failure.record("1|default", data, error, now)
+  let(:fetched) { Jiggler::Store::Fetched.new(1, "default", "{}") }
 
-  def written(record) = Jiggler::Payload.load(record[3])
+  def record(data, error = raised) = Jiggler::Server::Failure.record(fetched, data, error, now)
+
+  def written(record) = Jiggler::Payload.load(record.payload)
 
   def delays(attempt) = Array.new(2_000) { Jiggler::Server::Failure.delay(attempt) }
 
@@ -29,26 +31,26 @@ describe Jiggler::Server::Failure do
   end
 
   it "sends the job to retry while it has retries left" do
-    field, where, score, _ = record(job("retries" => 2, "attempt" => 1))
-    assert_equal ["1|default", "retry"], [field, where]
-    assert_operator score, :>, now
+    failed = record(job("retries" => 2, "attempt" => 1))
+    assert_equal [fetched, :retry], [failed.fetched, failed.set]
+    assert_operator failed.at, :>, now
   end
 
   it "allows N re-runs for retries: N, then dead" do
     data = job("retries" => 2)
-    outcomes = Array.new(3) { record(data)[1] }
-    assert_equal %w[retry retry dead], outcomes
+    outcomes = Array.new(3) { record(data).set }
+    assert_equal %i[retry retry dead], outcomes
   end
 
   it "sends a job with retries: 0 to dead at the first failure" do
-    field, where, score, payload = record(job("retries" => 0))
-    assert_equal ["1|default", "dead", now], [field, where, score]
-    assert_equal now, Jiggler::Payload.load(payload)["died_at"]
+    failed = record(job("retries" => 0))
+    assert_equal [fetched, :dead, now], [failed.fetched, failed.set, failed.at]
+    assert_equal now, written(failed)["died_at"]
   end
 
   it "allows 25 retries when the job does not say" do
     data = job.tap { |hash| hash.delete("retries") }
-    assert_equal ["retry"] * 25 + ["dead"], Array.new(26) { record(data)[1] }
+    assert_equal [:retry] * 25 + [:dead], Array.new(26) { record(data).set }
   end
 
   it "records the error class and message" do
@@ -79,7 +81,7 @@ describe Jiggler::Server::Failure do
   it "sets failed_at at the first failure and keeps it, and sets retried_at after that" do
     first = written(record(job))
     assert_equal [now, nil], first.values_at("failed_at", "retried_at")
-    later = Jiggler::Server::Failure.record("1|default", first, raised, now + 30)
+    later = Jiggler::Server::Failure.record(fetched, first, raised, now + 30)
     assert_equal [now, now + 30], written(later).values_at("failed_at", "retried_at")
   end
 
@@ -89,7 +91,7 @@ describe Jiggler::Server::Failure do
   end
 
   it "waits 15 to 24 seconds before the first retry" do
-    scores = Array.new(2_000) { record(job)[2] - now }
+    scores = Array.new(2_000) { record(job).at - now }
     assert_equal [15, 24], scores.minmax.map(&:round)
   end
 
@@ -114,17 +116,17 @@ describe Jiggler::Server::Failure do
   end
 
   describe ".malformed" do
-    def fetched(payload) = Jiggler::Server::Fetched.new("4|mail", payload)
+    def taken(payload) = Jiggler::Store::Fetched.new(4, "mail", payload)
 
     it "sends the job to dead at once and keeps the raw payload" do
-      field, where, score, payload = Jiggler::Server::Failure.malformed(fetched("{oops"), raised, now)
-      assert_equal ["4|mail", "dead", now], [field, where, score]
-      data = Jiggler::Payload.load(payload)
+      failed = Jiggler::Server::Failure.malformed(taken("{oops"), raised, now)
+      assert_equal [4, :dead, now], [failed.fetched.handle, failed.set, failed.at]
+      data = Jiggler::Payload.load(failed.payload)
       assert_equal ["{oops", "mail", "RuntimeError", 1], data.values_at("raw", "queue", "error_class", "attempt")
     end
 
     it "writes valid UTF-8 JSON even for binary garbage" do
-      payload = Jiggler::Server::Failure.malformed(fetched("\xFF\xFE{".b), raised, now)[3]
+      payload = Jiggler::Server::Failure.malformed(taken("\xFF\xFE{".b), raised, now).payload
       assert payload.dup.force_encoding(Encoding::UTF_8).valid_encoding?, "the dead payload is not valid UTF-8"
     end
   end

@@ -3,7 +3,7 @@
 require "test_helper"
 require "async"
 require "jiggler/server/processor"
-require "jiggler/server/fetched"
+require "jiggler/store/fetched"
 require "fixtures/batch_jobs" # BatchJobs::Opaque
 
 # Jobs for the processor tests; each run is recorded in RUNS.
@@ -53,18 +53,18 @@ end
 describe Jiggler::Server::Processor do
   before { ProcessorTest::RUNS.clear }
 
-  let(:processor) { Jiggler::Server::Processor.new(logger: Logger.new(File::NULL)) }
+  let(:processor) { Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store) }
 
   def payload(name, args, **extra)
     Jiggler::Payload.dump({"jid" => "jid-1", "name" => name, "args" => args, "queue" => "default", "retries" => 3}.merge(extra))
   end
 
-  def run_job(json) = processor.call(Jiggler::Server::Fetched.new("1|default", json))
+  def run_job(json) = processor.call(Jiggler::Store::Fetched.new(1, "default", json))
 
   def run_failing(name, args, **extra)
     record = run_job(payload(name, args, **extra))
     refute_nil record, "expected #{name} to fail"
-    [record, Jiggler::Payload.load(record[3])]
+    [record, Jiggler::Payload.load(record.payload)]
   end
 
   it "runs the job with its arguments and returns nil" do
@@ -79,7 +79,7 @@ describe Jiggler::Server::Processor do
 
   it "records a StandardError for a retry" do
     record, job = run_failing("ProcessorTest::Failing", ["ArgumentError"])
-    assert_equal ["1|default", "retry"], record.first(2)
+    assert_equal [1, :retry], [record.fetched.handle, record.set]
     assert_equal ["ArgumentError", "failed on purpose", 1], job.values_at("error_class", "error_message", "attempt")
   end
 
@@ -92,7 +92,7 @@ describe Jiggler::Server::Processor do
 
   it "sends a failing job with retries: 0 to dead" do
     record, _ = run_failing("ProcessorTest::Failing", ["RuntimeError"], "retries" => 0)
-    assert_equal "dead", record[1]
+    assert_equal :dead, record.set
   end
 
   it "records an unknown class" do
@@ -120,8 +120,8 @@ describe Jiggler::Server::Processor do
 
   it "sends a malformed payload to dead at once, keeping it" do
     record = run_job("{not json")
-    assert_equal ["1|default", "dead"], record.first(2)
-    job = Jiggler::Payload.load(record[3])
+    assert_equal [1, :dead], [record.fetched.handle, record.set]
+    job = Jiggler::Payload.load(record.payload)
     assert_equal ["{not json", "Jiggler::Payload::MalformedError"], job.values_at("raw", "error_class")
   end
 
@@ -147,7 +147,7 @@ describe Jiggler::Server::Processor do
     assert_nil run_job(payload("ProcessorTest::Doubled", [21], "jid" => "doubled"))
     assert_equal 42, Jiggler.result("doubled", timeout: 1)
     record = run_job(payload("ProcessorTest::Doubled", [0], "jid" => "zero", "retries" => 0))
-    assert_equal "dead", record[1]
+    assert_equal :dead, record.set
     error = assert_raises(Jiggler::JobFailed) { Jiggler.result("zero", timeout: 1) }
     assert_equal ["ArgumentError", "zero"], [error.error_class, error.message[/zero\z/]]
     assert_nil run_job(payload("BatchJobs::Opaque", [], "jid" => "opaque"))
@@ -160,8 +160,8 @@ describe Jiggler::Server::Processor do
   end
 
   it "sends JSON that is not a job to dead" do
-    assert_equal "dead", run_job("[1, 2]")[1]
-    assert_equal "dead", run_job('{"name": "ProcessorTest::Recorder", "args": 1, "jid": "x"}')[1]
+    assert_equal :dead, run_job("[1, 2]").set
+    assert_equal :dead, run_job('{"name": "ProcessorTest::Recorder", "args": 1, "jid": "x"}').set
     assert_empty ProcessorTest::RUNS
   end
 end

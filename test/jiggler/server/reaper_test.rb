@@ -5,8 +5,9 @@ require "json"
 require "support/loop_test"
 require "jiggler/server/reaper"
 
-# The reaper finds processes whose registration expired and puts the jobs they held back in their queues, counting a
-# crash on each; a job at max_crashes, or one it cannot read, goes to the dead set. It never reaps its own process or
+# The reaper finds processes whose registration expired and puts the jobs they held back in their queues: the one job of
+# a process that held one gets a crash counted, the jobs of a process that held several come back as suspects; a job
+# at max_crashes, or one it cannot read, goes to the dead set. It never reaps its own process or
 # a live one, moves each job once however many reapers race, and after losing touch with the store waits a
 # registration's life before it trusts expiries again. On each store, without a server.
 module ReaperTest
@@ -32,7 +33,7 @@ StoreTarget.describe_each("Jiggler::Server::Reaper") do
   # Jobs `process` took from the default queue, as its fetcher would, before it died (its registration expired).
   def died_holding(process, payloads)
     Jiggler.store.push("default", payloads)
-    Jiggler.store.fetch(process, ["default"], limit: payloads.size, token: 0)
+    Jiggler.store.fetch(process, ["default"], limit: payloads.size)
     Jiggler.store.beat(process, "{}", 0.001)
     wait_for(message: "#{process}'s registration to expire") { Jiggler.store.dead_processes.include?(process) }
   end
@@ -41,30 +42,39 @@ StoreTarget.describe_each("Jiggler::Server::Reaper") do
 
   def dead = Jiggler.store.set_entries(:dead).map { |payload, _| JSON.parse(payload) }
 
-  it "puts a dead process's jobs back in their queue with a crash counted, and forgets the process" do
+  it "puts the jobs of a process that died holding several back as suspects, with no crash counted, and forgets it" do
     died_holding(ReaperTest::GONE, [job("a"), job("b", crashes: 1)])
     assert_equal 2, reaper.reap
-    assert_equal [["a", 1], ["b", 2]], queued.map { |job| [job["args"].first, job["crashes"]] }
+    assert_equal [["a", nil, true], ["b", 1, true]], queued.map { |job| [job["args"].first, job["crashes"], job["suspect"]] }
     assert_equal 0, Jiggler.store.in_flight_count(ReaperTest::GONE)
     assert_empty Jiggler.store.dead_processes, "forgotten"
     assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 2 of its jobs are back in their queues\n"], logged(/reaper/)
   end
 
+  it "counts a crash on the one job of a process that died holding one" do
+    died_holding(ReaperTest::GONE, [job("alone", crashes: 1)])
+    assert_equal 1, reaper.reap
+    assert_equal [["alone", 2, nil]], queued.map { |job| [job["args"].first, job["crashes"], job["suspect"]] }
+  end
+
   it "sends a job at max_crashes to the dead set as a poison job, and one it cannot read as malformed" do
-    died_holding(ReaperTest::GONE, [job("poison", crashes: 2), "{unreadable", job("fine")])
-    assert_equal 3, reaper.reap
+    died_holding(ReaperTest::GONE, [job("poison", crashes: 2)])
+    assert_equal 1, reaper.reap
+    died_holding(ReaperTest::GONE, ["{unreadable", job("fine")])
+    assert_equal 2, reaper.reap
     assert_equal ["fine"], queued.map { |job| job["args"].first }
     by_class = dead.to_h { |job| [job["error_class"], job] }
     assert_equal %w[Jiggler::Payload::MalformedError Jiggler::Server::Reaper::PoisonJobError], by_class.keys.sort
     assert_match(/RecordJob was running in 3 processes that died/, by_class["Jiggler::Server::Reaper::PoisonJobError"]["error_message"])
     assert_equal "{unreadable", by_class["Jiggler::Payload::MalformedError"]["raw"]
-    assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 1 of its jobs are back in their queues, 2 went to the dead set\n"], logged(/reaper/)
+    assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 0 of its jobs are back in their queues, 1 went to the dead set\n",
+      "WARN: reaper: process #{ReaperTest::GONE} died; 1 of its jobs are back in their queues, 1 went to the dead set\n"], logged(/reaper/)
   end
 
   it "never reaps its own process, nor a live one" do
     died_holding(ReaperTest::SELF, [job("mine")])
     Jiggler.store.push("default", [job("live")])
-    Jiggler.store.fetch(ReaperTest::LIVE, ["default"], limit: 1, token: 0)
+    Jiggler.store.fetch(ReaperTest::LIVE, ["default"], limit: 1)
     Jiggler.store.beat(ReaperTest::LIVE, "{}", 60)
     assert_equal 0, reaper.reap
     assert_equal [1, 1], [Jiggler.store.in_flight_count(ReaperTest::SELF), Jiggler.store.in_flight_count(ReaperTest::LIVE)]

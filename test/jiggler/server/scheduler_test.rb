@@ -69,8 +69,9 @@ module SchedulerTest
       run_scheduler(interval: 0.3) do
         failed_at = now
         jobs.push("default", [job])
-        field, = jobs.fetch("worker", ["default"], limit: 1, token: 0)
-        jobs.fail("worker", [[field, "retry", failed_at + 0.1, job]], reliable: true, dead_cutoff: 0, dead_max: 10)
+        fetched, = jobs.fetch("worker", ["default"], limit: 1)
+        failed = Jiggler::Store::Failed.new(fetched: fetched, set: :retry, at: failed_at + 0.1, payload: job)
+        jobs.fail("worker", [failed], reliable: true, dead_cutoff: 0, dead_max: 10)
         assert_operator seconds_until_queued(1, failed_at), :<, 1.5
       end
     end

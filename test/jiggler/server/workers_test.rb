@@ -4,7 +4,7 @@ require "test_helper"
 require "async"
 require "async/queue"
 require "jiggler/server/workers"
-require "jiggler/server/fetched"
+require "jiggler/store/fetched"
 
 module WorkersTest
   # Runs jobs named "sleep:<seconds>" or "block" (waits for `release`), recording starts, ends and fibers.
@@ -18,7 +18,7 @@ module WorkersTest
     end
 
     def call(fetched)
-      token = fetched.field.split("|").first
+      token = fetched.handle
       @events << "start:#{token}"
       @fibers << Fiber.current
       kind, seconds = fetched.payload.split(":")
@@ -38,7 +38,7 @@ module WorkersTest
 
     def initialize = @reports = []
 
-    def done(fetched, failure) = @reports << [fetched.field, failure]
+    def done(fetched, failure) = @reports << [fetched.handle, failure]
   end
 end
 
@@ -46,7 +46,7 @@ describe Jiggler::Server::Workers do
   let(:processor) { WorkersTest::Processor.new }
   let(:reporter) { WorkersTest::Reporter.new }
 
-  def jobs(count, payload) = Array.new(count) { |index| Jiggler::Server::Fetched.new("#{index}|default", payload) }
+  def jobs(count, payload) = Array.new(count) { |index| Jiggler::Store::Fetched.new(index, "default", payload) }
 
   # Starts workers inside a reactor and yields them; stops them afterwards.
   def with_workers(concurrency)
@@ -92,7 +92,7 @@ describe Jiggler::Server::Workers do
       workers.assign(jobs(2, "sleep:0"))
       wait_for(message: "2 jobs done") { reporter.reports.size == 2 }
     end
-    assert_equal [["0|default", nil], ["1|default", nil]], reporter.reports.sort
+    assert_equal [[0, nil], [1, nil]], reporter.reports.sort
   end
 
   it "counts free workers as concurrency minus running and waiting jobs" do
@@ -110,10 +110,10 @@ describe Jiggler::Server::Workers do
   it "gives each running job its queue, payload and start time, and forgets it when done" do
     with_workers(2) do |workers|
       before = Time.now.to_f
-      workers.assign([Jiggler::Server::Fetched.new("7|mailers", "block")])
+      workers.assign([Jiggler::Store::Fetched.new(7, "mailers", "block")])
       wait_for(message: "job started") { processor.started == 1 }
-      assert_equal ["7|mailers"], workers.current_jobs.keys
-      job = workers.current_jobs.fetch("7|mailers")
+      assert_equal ["7"], workers.current_jobs.keys
+      job = workers.current_jobs.fetch("7")
       assert_equal %w[mailers block], job.values_at("queue", "payload")
       assert_instance_of Float, job["run_at"]
       assert_includes before..Time.now.to_f, job["run_at"]
@@ -123,17 +123,17 @@ describe Jiggler::Server::Workers do
     end
   end
 
-  it "lists the fields of running and waiting jobs as assigned" do
+  it "lists the handles of running and waiting jobs as assigned" do
     with_workers(1) do |workers|
       workers.assign(jobs(3, "block"))
       wait_for(message: "first job started") { processor.started == 1 }
-      assert_equal %w[0|default 1|default 2|default], workers.assigned_fields
+      assert_equal [0, 1, 2], workers.assigned_handles
       processor.release
       wait_for(message: "second job started") { processor.started == 2 }
-      assert_equal %w[1|default 2|default], workers.assigned_fields
+      assert_equal [1, 2], workers.assigned_handles
       processor.release(2)
       wait_for(message: "all done") { reporter.reports.size == 3 }
-      assert_empty workers.assigned_fields
+      assert_empty workers.assigned_handles
     end
   end
 
@@ -146,13 +146,13 @@ describe Jiggler::Server::Workers do
           Thread.pass
         end
       end
-      workers.assign(Array.new(300) { |index| Jiggler::Server::Fetched.new("#{index}|default", "sleep:0.001:#{index}") })
+      workers.assign(Array.new(300) { |index| Jiggler::Store::Fetched.new(index, "default", "sleep:0.001:#{index}") })
       wait_for(message: "300 jobs done") { reporter.reports.size == 300 }
       reader.join
     end
     refute_empty seen
-    seen.each do |field, job|
-      assert_equal "sleep:0.001:#{field.split("|").first}", job["payload"]
+    seen.each do |handle, job|
+      assert_equal "sleep:0.001:#{handle}", job["payload"]
       assert_equal "default", job["queue"]
       assert_instance_of Float, job["run_at"]
     end

@@ -18,7 +18,7 @@ describe Jiggler::Store::Redis do
     it "writes only keys that start with the namespace's hash tag" do
       before = all_keys
       fill
-      subject.enqueue_due(now + 120)
+      subject.enqueue_due(now + 120) { |from, payload| Jiggler::JobRules.due(from, payload, now) }
       subject.requeue(StoreContract::PROCESS)
       written = all_keys - before
       refute_empty written
@@ -48,7 +48,7 @@ describe Jiggler::Store::Redis do
       fill
       redis.call("SCRIPT", "FLUSH")
       subject.schedule([[now - 1, job]])
-      assert_equal 1, subject.enqueue_due(now)
+      assert_equal 1, subject.enqueue_due(now) { |from, payload| Jiggler::JobRules.due(from, payload, now) }
       redis.call("SCRIPT", "FLUSH")
       assert_equal 1, subject.requeue(StoreContract::PROCESS)
     end
@@ -80,7 +80,7 @@ describe Jiggler::Store::Redis do
     it "move each due job once" do
       subject.schedule(Array.new(500) { [now - 1, job] })
       stores = Array.new(4) { build_store }
-      moved = stores.map { |other| Thread.new { other.enqueue_due(now) } }.sum(&:value)
+      moved = stores.map { |other| Thread.new { other.enqueue_due(now) { |from, payload| Jiggler::JobRules.due(from, payload, now) } } }.sum(&:value)
       assert_equal [500, {"default" => 500}], [moved, subject.queue_sizes]
     end
   end
@@ -107,7 +107,7 @@ describe Jiggler::Store::Redis do
 
     it "raises ConnectionError from a dedicated connection" do
       store = Jiggler::Store.dedicated(unreachable_config)
-      assert_raises(Jiggler::Store::Redis::ConnectionError) { store.fetch("p", ["default"], limit: 1, token: 0) }
+      assert_raises(Jiggler::Store::Redis::ConnectionError) { store.fetch("p", ["default"], limit: 1) }
     end
   end
 end

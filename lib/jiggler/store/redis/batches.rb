@@ -1,13 +1,11 @@
 # frozen_string_literal: true
 
-require_relative "../../batch"
-
 module Jiggler
   module Store
     class Redis
-      # Batch items and job results in Redis. A batch's items wait in a sorted set scored by enqueue time (ties keep
-      # enqueue order: a call's jids differ only in a rising counter); the set `batches` names the batches that have
-      # items, so nothing needs a SCAN. Results are plain keys that expire.
+      # Batch items in Redis. A batch's items wait in a sorted set scored by enqueue time (ties keep enqueue order: a
+      # call's jids differ only in a rising counter); the set `batches` names the batches that have items, so nothing
+      # needs a SCAN.
       module Batches
         # Adds items to a batch.
         # @parameter queue [String]
@@ -16,11 +14,11 @@ module Jiggler
         # @parameter now [Float] epoch seconds, their score.
         # @returns [Integer] how many items the batch holds now.
         def add_to_batch(queue, name, payloads, now)
-          key = @keys.batch(batch_name(queue, name))
+          key = @keys.batch(@keys.batch_name(queue, name))
           with do |redis|
             payloads.each_slice(PUSH_CHUNK).map do |chunk|
               redis.multi do |transaction|
-                transaction.call("SADD", @keys.batches, batch_name(queue, name))
+                transaction.call("SADD", @keys.batches, @keys.batch_name(queue, name))
                 transaction.call_v(["ZADD", key, *chunk.flat_map { |payload| [now, payload] }])
                 transaction.call("ZCARD", key)
               end.last
@@ -30,15 +28,16 @@ module Jiggler
 
         # Turns a batch's oldest items (at most `size`) into one batch job in their queue, if there are `size` of
         # them or the oldest was enqueued before `due_before`.
+        # @yields {|items| ...} the items' payloads, oldest first; returns the Batch::Formed to write.
         # @returns [Integer] how many items it took (0 when the batch is not due, or another process took them).
         def form_batch(queue, name, size:, due_before:, now:)
-          batch = batch_name(queue, name)
+          batch = @keys.batch_name(queue, name)
           entries = with { |redis| redis.call("ZRANGE", @keys.batch(batch), 0, size - 1, "WITHSCORES") }
           return 0 if entries.empty? || (entries.size < size && entries.first.last >= due_before)
           items = entries.map(&:first)
-          payload, _jid, unreadable = Batch.build(queue, name, items, now)
+          formed = yield(items)
           keys = [@keys.batch(batch), @keys.batches, @keys.queues, @keys.queue(queue), @keys.dead]
-          argv = [batch, queue, @keys.wake, payload.to_s, now, items.size, *items, *unreadable.map(&:last)]
+          argv = [batch, queue, @keys.wake, formed.payload.to_s, now, items.size, *items, *formed.unreadable.map(&:last)]
           with { |redis| SCRIPTS[:batch].call(redis, keys, argv) }
         end
 
@@ -55,7 +54,7 @@ module Jiggler
           replies = with do |redis|
             redis.pipelined do |pipeline|
               names.each do |queue, name|
-                key = @keys.batch(batch_name(queue, name))
+                key = @keys.batch(@keys.batch_name(queue, name))
                 pipeline.call("ZCARD", key)
                 pipeline.call("ZRANGE", key, 0, 0, "WITHSCORES")
               end
@@ -68,7 +67,7 @@ module Jiggler
 
         # Deletes the items waiting in the batches of one queue, or of every queue.
         def clear_batches(queue = nil)
-          names = batch_names.select { |batch_queue, _| queue.nil? || batch_queue == queue }.map { |pair| batch_name(*pair) }
+          names = batch_names.select { |batch_queue, _| queue.nil? || batch_queue == queue }.map { |pair| @keys.batch_name(*pair) }
           return if names.empty?
           with do |redis|
             redis.multi do |transaction|
@@ -77,25 +76,6 @@ module Jiggler
             end
           end
         end
-
-        # Stores finished jobs' results.
-        # @parameter results [Array([String, String])] jid and result JSON of each.
-        # @parameter ttl [Numeric] seconds to keep them.
-        def save_results(results, ttl)
-          milliseconds = (ttl * 1000).ceil
-          with do |redis|
-            redis.pipelined do |pipeline|
-              results.each { |jid, json| pipeline.call("SET", @keys.result(jid), json, "PX", milliseconds) }
-            end
-          end
-        end
-
-        # A finished job's stored result. @returns [String | Nil] its JSON, nil when there is none (yet).
-        def result(jid) = with { |redis| redis.call("GET", @keys.result(jid)) }
-
-        private
-
-        def batch_name(queue, name) = "#{queue}|#{name}"
       end
     end
   end

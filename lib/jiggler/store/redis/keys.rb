@@ -6,6 +6,9 @@ module Jiggler
       # The names of every key in a namespace. All share the hash tag `{namespace}`, so one script may touch any of
       # them on Redis Cluster.
       class Keys
+        SETS = %i[scheduled retry dead].freeze
+        COUNTERS = %i[processed failures].freeze
+
         attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :schedule_wake, :paused, :batches
 
         def initialize(namespace)
@@ -30,8 +33,26 @@ module Jiggler
         # The hash of jobs a process holds in flight.
         def in_flight(process) = "#{@prefix}in_flight:#{process}"
 
-        # The sorted set of a batch's waiting items, scored by enqueue time. `batches` holds the names ("queue|class").
+        # The sorted set of a batch's waiting items, scored by enqueue time. `batches` holds the names.
         def batch(name) = "#{@prefix}batch:#{name}"
+
+        # The name of the batch of class `klass` waiting for `queue`.
+        def batch_name(queue, klass) = "#{queue}|#{klass}"
+
+        # The sorted set of scheduled jobs, retries or dead jobs.
+        # @parameter set [Symbol] :scheduled, :retry or :dead.
+        # @raises [ArgumentError] for any other name.
+        def set(set)
+          raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set)
+          public_send(set)
+        end
+
+        # The key of the processed or failures counter.
+        # @raises [ArgumentError] for any other name.
+        def counter(counter)
+          raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter)
+          public_send(counter)
+        end
 
         # The key holding a finished job's stored result.
         def result(jid) = "#{@prefix}result:#{jid}"

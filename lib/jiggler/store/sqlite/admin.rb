@@ -3,14 +3,11 @@
 module Jiggler
   module Store
     class SQLite
-      # The reading and cleaning side of the SQLite store, used by Summary, Cleaner, the history API and the web
+      # The reading side of the admin role of the SQLite store, used by Summary, the history API and the web
       # dashboard.
       module Admin
-        SETS = %w[scheduled retry dead].freeze
-        COUNTERS = %w[processed failures].freeze
         FILTER = "(instr(json_extract(payload, '$.name'), ?) > 0 OR instr(json_extract(payload, '$.jid'), ?) > 0)"
-        BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
-        private_constant :FILTER, :BY_ENTRY
+        private_constant :FILTER
 
         # @returns [Hash(Symbol, Integer)] processed, failures, scheduled, retry and dead.
         def counts
@@ -24,11 +21,6 @@ module Jiggler
         # @returns [Hash(String, Integer)] the size of every queue that holds jobs.
         def queue_sizes
           with { |db| db.execute("SELECT queue, count(*) FROM jobs WHERE state = 'queued' GROUP BY queue ORDER BY queue").to_h }
-        end
-
-        # @returns [Hash(String, String)] live process ids to their JSON descriptions.
-        def processes
-          with { |db| db.execute("SELECT id, info FROM processes WHERE expires_at > ? ORDER BY id", [Time.now.to_f]).to_h }
         end
 
         # Jobs waiting in a queue, next to run first. @returns [Array(String)] payloads.
@@ -53,65 +45,6 @@ module Jiggler
           with { |db| db.get_first_value("SELECT payload FROM jobs WHERE #{BY_ENTRY}", [set_state(set), score, jid]) }
         end
 
-        # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of each.
-        # @returns [Integer] how many were deleted.
-        def delete_set_entries(set, entries)
-          write do |queue_db|
-            ids = entry_ids(queue_db.db, set, entries)
-            queue_db.delete_where("id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
-            ids.size
-          end
-        end
-
-        # Moves entries of a set to their queues now: scheduled jobs to `queue` (scheduled batch items to their batch),
-        # retries and dead jobs to `retry_queue` when they have one, else to `queue`. @returns [Integer] how many moved.
-        def enqueue_set_entries(set, entries, now: Time.now.to_f)
-          kind = (set_state(set) == "scheduled") ? "scheduled" : "retry"
-          write do |queue_db|
-            rows = entry_rows(queue_db.db, set, entries)
-            rows.each { |id, payload| enqueue_one(queue_db, id, kind, payload, now) }
-            count(queue_db.db, "pushes", rows.size) if rows.any?
-            rows.size
-          end
-        end
-
-        # Moves entries of the scheduled or retry set to the dead set, noting `died_at`. @returns [Integer]
-        # @raises [ArgumentError] for the dead set.
-        def kill_set_entries(set, entries, now: Time.now.to_f)
-          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set_state(set) == "dead"
-          write do |queue_db|
-            entry_rows(queue_db.db, set, entries).each do |id, payload|
-              job = Payload.load(payload).merge("died_at" => now)
-              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, Payload.dump(job), id])
-              queue_db.add_event(id, {"type" => "dead"}, at: now)
-            end.size
-          end
-        end
-
-        # Deletes one job waiting in a queue. @parameter payload [String] as queue_entries returned it.
-        # @returns [Boolean] whether it was there.
-        def delete_queue_entry(name, payload)
-          write do |queue_db|
-            id = queue_db.db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
-              "ORDER BY run_at, id LIMIT 1", [name, payload])
-            queue_db.delete_where("id = ?", [id]) if id
-            !id.nil?
-          end
-        end
-
-        # Stops servers from fetching from a queue; jobs are still pushed to it.
-        def pause_queue(name)
-          write { |queue_db| queue_db.db.execute("INSERT OR IGNORE INTO paused_queues (queue) VALUES (?)", [name]) }
-        end
-
-        # Lets servers fetch from a paused queue again, waking idle ones.
-        def resume_queue(name)
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM paused_queues WHERE queue = ?", [name])
-            count(queue_db.db, "pushes", 1)
-          end
-        end
-
         # @returns [Array(String)] the names of the paused queues, sorted.
         def paused_queues = with { |db| db.execute("SELECT queue FROM paused_queues ORDER BY queue").flatten }
 
@@ -121,53 +54,6 @@ module Jiggler
             id = db.get_first_value("SELECT id FROM jobs WHERE json_extract(payload, '$.jid') = ? ORDER BY id DESC LIMIT 1", [jid])
             id ? job_queue.events(id) : []
           end
-        end
-
-        # Deletes a queue's jobs, batch items waiting for it included.
-        def clear_queue(name)
-          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching') AND queue = ?", [name]) }
-        end
-
-        def clear_all_queues
-          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching')", []) }
-        end
-
-        def clear_set(set)
-          write { |queue_db| queue_db.delete_where("state = ?", [set_state(set)]) }
-        end
-
-        def reset_counter(counter)
-          raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter.to_s)
-          write { |queue_db| queue_db.db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
-        end
-
-        # Forgets every registered process; jobs held by processes that are gone go back to their queues first.
-        def clear_processes
-          dead_processes.each { |process| requeue(process) }
-          write { |queue_db| queue_db.db.execute("DELETE FROM processes") }
-        end
-
-        # Deletes all of the store's data, jobs in flight, history and paused queues included.
-        def clear_all
-          write do |queue_db|
-            %w[events jobs processes paused_queues results].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
-            # The announcement counters stay: listeners compare them with what they saw last.
-            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules')")
-          end
-        end
-
-        private
-
-        # The ids and payloads of the entries found, each once.
-        def entry_rows(db, set, entries)
-          entries.filter_map { |score, jid| db.get_first_row("SELECT id, payload FROM jobs WHERE #{BY_ENTRY}", [set_state(set), score, jid]) }.uniq
-        end
-
-        def entry_ids(db, set, entries) = entry_rows(db, set, entries).map(&:first)
-
-        def set_state(set)
-          raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set.to_s)
-          set.to_s
         end
       end
     end

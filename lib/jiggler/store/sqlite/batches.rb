@@ -1,13 +1,11 @@
 # frozen_string_literal: true
 
-require_relative "../../batch"
-
 module Jiggler
   module Store
     class SQLite
-      # Batch items and job results in SQLite. A waiting item is a job row in state "batching" with its queue, class
-      # (column `batch`) and enqueue time in columns; once in a batch it becomes "batched", kept with its history like a
-      # finished job, and the batch is a new queued job. Results live in their own table until they expire.
+      # Batch items in SQLite. A waiting item is a job row in state "batching" with its queue, class (column `batch`)
+      # and enqueue time in columns; once in a batch it becomes "batched", kept with its history like a finished job,
+      # and the batch is a new queued job.
       module Batches
         # Adds items to a batch. @returns [Integer] how many items the batch holds now.
         def add_to_batch(queue, name, payloads, now)
@@ -18,13 +16,15 @@ module Jiggler
         end
 
         # Turns a batch's oldest items (at most `size`) into one queued batch job, if there are `size` of them or the
-        # oldest was enqueued before `due_before`. @returns [Integer] how many items it took.
+        # oldest was enqueued before `due_before`.
+        # @yields {|items| ...} the items' payloads, oldest first; returns the Batch::Formed to write.
+        # @returns [Integer] how many items it took.
         def form_batch(queue, name, size:, due_before:, now:)
           write do |queue_db|
             rows = queue_db.db.execute("SELECT id, payload, run_at FROM jobs WHERE state = 'batching' AND queue = ? " \
               "AND batch = ? ORDER BY run_at, id LIMIT ?", [queue, name, size])
             next 0 if rows.empty? || (rows.size < size && rows.first.last >= due_before)
-            batch_items(queue_db, queue, rows, *Batch.build(queue, name, rows.map { |_, item| item }, now), now)
+            batch_items(queue_db, queue, rows, yield(rows.map { |_, item| item }), now)
             rows.size
           end
         end
@@ -40,30 +40,15 @@ module Jiggler
           end
         end
 
-        # Stores finished jobs' results for `ttl` seconds. @parameter results [Array([String, String])] jid and JSON.
-        def save_results(results, ttl)
-          expires_at = Time.now.to_f + ttl
-          write do |queue_db|
-            results.each do |jid, json|
-              queue_db.db.execute("INSERT OR REPLACE INTO results (jid, value, expires_at) VALUES (?, ?, ?)", [jid, json, expires_at])
-            end
-          end
-        end
-
-        # @returns [String | Nil] a finished job's stored result, nil when there is none (yet).
-        def result(jid)
-          with { |db| db.get_first_value("SELECT value FROM results WHERE jid = ? AND expires_at > ?", [jid, Time.now.to_f]) }
-        end
-
         private
 
-        def batch_items(queue_db, queue, rows, payload, jid, unreadable, now)
-          dead = unreadable.to_h
+        def batch_items(queue_db, queue, rows, formed, now)
+          dead = formed.unreadable.to_h
           ids = rows.filter_map { |id, item, _| id unless dead.key?(item) }
-          if payload
-            batch_id = insert(queue_db, "queued", [[queue, now, payload]], "enqueued").first
+          if formed.payload
+            batch_id = insert(queue_db, "queued", [[queue, now, formed.payload]], "enqueued").first
             queue_db.db.execute("UPDATE jobs SET state = 'batched', run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")})", [now, *ids])
-            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => jid}] }, at: now)
+            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => formed.jid}] }, at: now)
             queue_db.add_event(batch_id, {"type" => "batch", "items" => ids.size}, at: now)
             count(queue_db.db, "pushes", 1)
           end
@@ -72,11 +57,6 @@ module Jiggler
             queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, dead[item], id])
             queue_db.add_event(id, {"type" => "dead"}, at: now)
           end
-        end
-
-        # Results are kept until they expire; the scheduler's check deletes expired ones.
-        def prune_results(queue_db, now)
-          queue_db.db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
         end
       end
     end

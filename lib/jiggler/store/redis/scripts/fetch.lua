@@ -3,6 +3,7 @@
 -- KEYS[1] in-flight hash, KEYS[2] processed counter, KEYS[3] set of paused queue names, KEYS[4..] queue lists
 -- ARGV[1] limit, ARGV[2] first token, ARGV[3] "1" to record in flight, ARGV[4] ack count n,
 -- ARGV[5 .. 4+n] in-flight fields to acknowledge, ARGV[5+n ..] queue names (one per queue list)
+-- Returns, per queue that gave jobs: its name, then a list of in-flight field ("token|queue") and payload, alternating.
 local acks = tonumber(ARGV[4])
 if acks > 0 then
   local finished = acks
@@ -26,14 +27,17 @@ for i = 4, #KEYS do
     jobs = redis.call("RPOP", KEYS[i], limit)
   end
   if jobs then
+    local taken = {}
     for _, payload in ipairs(jobs) do
       local field = string.format("%d|%s", token, name)
       token = token + 1
-      fetched[#fetched + 1] = field
-      fetched[#fetched + 1] = payload
+      taken[#taken + 1] = field
+      taken[#taken + 1] = payload
       records[#records + 1] = field
       records[#records + 1] = payload
     end
+    fetched[#fetched + 1] = name
+    fetched[#fetched + 1] = taken
     limit = limit - #jobs
   end
 end

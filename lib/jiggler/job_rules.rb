@@ -1,0 +1,135 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "payload"
+require_relative "store/fetched"
+
+module Jiggler
+  # The decisions about jobs, made once, above the store: where a due job goes, what an unreadable payload becomes, how
+  # an error is recorded on a job and a killed job is stamped, and what the death of a process means for the jobs it
+  # held (crash counting and the poison verdict). The stores make none of these decisions; the methods that need one
+  # take it as a block (see lib/jiggler/store/contract.md) and move what it returns, atomically. Where a failed job
+  # goes (retry, with its delay, or dead) is Server::Failure's.
+  module JobRules
+    # The queue of a job whose payload names none, or cannot be read.
+    DEFAULT_QUEUE = "default"
+    # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
+    BATCH_ITEM = "batch_item"
+    # The payload field that marks a suspect: a job held by a process that died holding several jobs. A suspect runs
+    # only alone in its process (Server::Fetcher), so that a death while it runs is its own.
+    SUSPECT = "suspect"
+    BACKTRACE_LINES = 20
+    MESSAGE_LIMIT = 2_000
+
+    # Where a due entry goes: to `queue` as `payload`, or, for a scheduled batch item, into the batch of class
+    # `batch` waiting for `queue`.
+    Destination = Struct.new(:queue, :payload, :batch)
+
+    # What a process's death means for the jobs it held: `requeued`, Store::Fetched jobs to put back with their new
+    # payloads; `poisoned`, [Store::Fetched, parsed job] pairs for the dead set; `unreadable`, [Store::Fetched, error]
+    # pairs for the dead set too.
+    Death = Struct.new(:requeued, :poisoned, :unreadable)
+
+    module_function
+
+    # Where a due entry of the scheduled, retry or dead set goes (the dead set's when the dashboard runs it again).
+    # Scheduled jobs go to `queue`, scheduled batch items to their batch; retries and dead jobs run again as they ran,
+    # in `retry_queue` when they have one, else `queue`. An unreadable payload goes to the default queue as it is:
+    # the worker that cannot read it sends it to the dead set with the reason.
+    # @parameter from [Symbol] :scheduled, :retry or :dead.
+    # @parameter payload [String]
+    # @parameter now [Float] epoch seconds, the job's new `enqueued_at`.
+    # @returns [Destination]
+    def due(from, payload, now)
+      job = Payload.load(payload)
+      queue = ((from != :scheduled) && job["retry_queue"]) || job["queue"] || DEFAULT_QUEUE
+      job["enqueued_at"] = now
+      batch = job["name"] if from == :scheduled && batch_item?(job)
+      Destination.new(queue, Payload.dump(job), batch)
+    rescue Payload::MalformedError
+      Destination.new(DEFAULT_QUEUE, payload, nil)
+    end
+
+    # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Poison
+    # jobs"). A process that held one job pins the crash on it. A process that held several says nothing certain of
+    # any (which one ran what killed it is unknown, and some had not started), so none gets a crash: each goes back
+    # as a suspect, which from then on runs only alone in its process, so that its next death is pinned on it. A job
+    # with `max_crashes` crashes is poisoned: it goes to the dead set. (Knowing which jobs had started would take a
+    # store write before each job, which the per-job budget does not allow.)
+    # @parameter held [Array(Store::Fetched)] what the process held.
+    # @returns [Death]
+    def death(held, max_crashes)
+      held.each_with_object(Death.new([], [], [])) do |fetched, death|
+        job = Payload.load(fetched.payload)
+        if held.size == 1
+          job["crashes"] = count(job["crashes"]) + 1
+        else
+          job[SUSPECT] = true
+        end
+        if count(job["crashes"]) >= max_crashes
+          death.poisoned << [fetched, job]
+        else
+          death.requeued << Store::Fetched.new(fetched.handle, fetched.queue, Payload.dump(job))
+        end
+      rescue => error # unreadable, or a payload whose fields jiggler cannot use
+        death.unreadable << [fetched, error]
+      end
+    end
+
+    # Whether a parsed payload is a suspect, to run only alone.
+    def suspect?(job) = job[SUSPECT] == true
+
+    # Whether a parsed payload is a scheduled item to put in its batch when due.
+    def batch_item?(job) = job[BATCH_ITEM] == true
+
+    # A job moved to the dead set by hand, stamped with the time it died.
+    # @returns [String] its payload; an unreadable one as it was.
+    def killed(payload, now)
+      Payload.dump(died(Payload.load(payload), now))
+    rescue Payload::MalformedError
+      payload
+    end
+
+    # The dead-set payload of a payload that cannot be read at all: it records the error and keeps the raw text.
+    # @parameter queue [String] where it was found.
+    # @returns [String]
+    def unreadable(payload, queue, error, now)
+      job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => queue, "raw" => utf8(payload)}
+      describe(job, error, 1, now)
+      Payload.dump(died(job, now))
+    end
+
+    # Stamps a parsed payload with the time it went to the dead set. @returns [Hash] the job.
+    def died(job, now)
+      job["died_at"] = now
+      job
+    end
+
+    # Records an error on a parsed payload, as attempt number `attempt`.
+    def describe(job, error, attempt, now)
+      job["attempt"] = attempt
+      job["error_class"] = error.class.name
+      job["error_message"] = utf8(message(error))[0, MESSAGE_LIMIT]
+      job["error_backtrace"] = (error.backtrace || []).first(BACKTRACE_LINES).map { |line| utf8(line) }
+      job["failed_at"] ||= now
+      job["retried_at"] = now if attempt > 1
+    end
+
+    # A counter field of a payload; anything but an Integer (a hand-edited or foreign payload) counts as 0.
+    def count(value) = value.is_a?(Integer) ? value : 0
+
+    # An error's message; a job's own exception class may fail to build one.
+    def message(error)
+      error.message
+    rescue Exception => problem # rubocop:disable Lint/RescueException -- a broken message must not stop the worker
+      "(#{error.class}#message raised #{problem.class})"
+    end
+
+    # Text as valid UTF-8: binary strings are read as UTF-8, other encodings converted; bad bytes become U+FFFD.
+    def utf8(text)
+      text = text.to_s
+      return text.dup.force_encoding(Encoding::UTF_8).scrub if text.encoding == Encoding::BINARY
+      text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
+    end
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Store
+    class Redis
+      # The acting side of the admin role of the Redis store, used by the Cleaner and the web dashboard: deletes,
+      # moves, pauses and clears. Each move of a job is one script, so a job stays in exactly one place.
+      module AdminActions
+        # Deletes entries of a sorted set.
+        # @parameter entries [Array([Float, String])] score and jid of each.
+        # @returns [Integer] how many were deleted.
+        def delete_set_entries(set, entries)
+          members = find_members(set, entries)
+          return 0 if members.empty?
+          with { |redis| redis.call_v(["ZREM", @keys.set(set), *members]) }
+        end
+
+        # Moves entries of a sorted set where the block says, now.
+        # @yields {|from, payload| ...} the set and the entry; returns its JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
+          members = find_members(set, entries)
+          return 0 if members.empty?
+          with { |redis| move_due(redis, @keys.set(set), members.map { |member| due_move(member, set, &destination) }, now) }
+        end
+
+        # Moves entries of the scheduled or retry set to the dead set, scored `now`.
+        # @yields {|payload| ...} an entry; returns the payload to store in the dead set (JobRules.killed).
+        # @returns [Integer] how many moved.
+        # @raises [ArgumentError] for the dead set.
+        def kill_set_entries(set, entries, now: Time.now.to_f)
+          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set == :dead
+          pairs = find_members(set, entries).flat_map { |member| [member, yield(member)] }
+          return 0 if pairs.empty?
+          with { |redis| SCRIPTS[:kill].call(redis, [@keys.set(set), @keys.dead], [now, *pairs]) }
+        end
+
+        # Deletes one job waiting in a queue.
+        # @parameter payload [String] the job exactly as queue_entries returned it.
+        # @returns [Boolean] whether it was there.
+        def delete_queue_entry(name, payload)
+          with { |redis| redis.call("LREM", @keys.queue(name), -1, payload) } == 1
+        end
+
+        # Stops servers from fetching from a queue; jobs are still pushed to it.
+        def pause_queue(name)
+          with { |redis| redis.call("SADD", @keys.paused, name) }
+        end
+
+        # Lets servers fetch from a paused queue again, waking idle ones.
+        def resume_queue(name)
+          with do |redis|
+            redis.pipelined do |pipeline|
+              pipeline.call("SREM", @keys.paused, name)
+              pipeline.call("PUBLISH", @keys.wake, name)
+            end
+          end
+        end
+
+        # @returns [Array(String)] the names of the paused queues, sorted.
+        def paused_queues = with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
+
+        # Deletes a queue and its jobs, batch items waiting for it included.
+        def clear_queue(name)
+          with do |redis|
+            redis.pipelined do |pipeline|
+              pipeline.call("DEL", @keys.queue(name))
+              pipeline.call("SREM", @keys.queues, name)
+            end
+          end
+          clear_batches(name)
+        end
+
+        # Deletes every queue and its jobs, batch items included.
+        def clear_all_queues
+          with { |redis| redis.call("SMEMBERS", @keys.queues) }.each { |name| clear_queue(name) }
+          clear_batches
+        end
+
+        # Empties the scheduled, retry or dead set.
+        def clear_set(set)
+          with { |redis| redis.call("DEL", @keys.set(set)) }
+        end
+
+        # Sets the processed or failures counter to zero.
+        def reset_counter(counter)
+          with { |redis| redis.call("DEL", @keys.counter(counter)) }
+        end
+
+        # Deletes all of the namespace's data, jobs in flight and paused queues included.
+        def clear_all
+          ids = registered_processes
+          with { |redis| redis.call_v(["DEL", @keys.processes, *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }]) }
+          clear_all_queues
+          with { |redis| redis.call("DEL", @keys.paused) }
+          Keys::SETS.each { |set| clear_set(set) }
+          Keys::COUNTERS.each { |counter| reset_counter(counter) }
+        end
+
+        private
+
+        def find_members(set, entries) = entries.filter_map { |score, jid| set_entry(set, score, jid) }.uniq
+      end
+    end
+  end
+end

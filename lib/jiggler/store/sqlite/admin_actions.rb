@@ -1,0 +1,110 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Store
+    class SQLite
+      # The acting side of the admin role of the SQLite store, used by the Cleaner and the web dashboard: deletes,
+      # moves, pauses and clears, each in one transaction.
+      module AdminActions
+        BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
+        private_constant :BY_ENTRY
+
+        # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of each.
+        # @returns [Integer] how many were deleted.
+        def delete_set_entries(set, entries)
+          write do |queue_db|
+            ids = entry_ids(queue_db.db, set, entries)
+            queue_db.delete_where("id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
+            ids.size
+          end
+        end
+
+        # Moves entries of a set where the block says, now.
+        # @yields {|from, payload| ...} the set and the entry; returns its JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
+          write do |queue_db|
+            rows = entry_rows(queue_db.db, set, entries)
+            rows.each { |id, payload| enqueue_one(queue_db, id, set_state(set).to_sym, payload, now, &destination) }
+            count(queue_db.db, "pushes", rows.size) if rows.any?
+            rows.size
+          end
+        end
+
+        # Moves entries of the scheduled or retry set to the dead set, scored `now`.
+        # @yields {|payload| ...} an entry; returns the payload to store in the dead set (JobRules.killed).
+        # @returns [Integer] how many moved.
+        # @raises [ArgumentError] for the dead set.
+        def kill_set_entries(set, entries, now: Time.now.to_f)
+          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set_state(set) == "dead"
+          write do |queue_db|
+            entry_rows(queue_db.db, set, entries).each do |id, payload|
+              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, yield(payload), id])
+              queue_db.add_event(id, {"type" => "dead"}, at: now)
+            end.size
+          end
+        end
+
+        # Deletes one job waiting in a queue. @parameter payload [String] as queue_entries returned it.
+        # @returns [Boolean] whether it was there.
+        def delete_queue_entry(name, payload)
+          write do |queue_db|
+            id = queue_db.db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
+              "ORDER BY run_at, id LIMIT 1", [name, payload])
+            queue_db.delete_where("id = ?", [id]) if id
+            !id.nil?
+          end
+        end
+
+        # Stops servers from fetching from a queue; jobs are still pushed to it.
+        def pause_queue(name)
+          write { |queue_db| queue_db.db.execute("INSERT OR IGNORE INTO paused_queues (queue) VALUES (?)", [name]) }
+        end
+
+        # Lets servers fetch from a paused queue again, waking idle ones.
+        def resume_queue(name)
+          write do |queue_db|
+            queue_db.db.execute("DELETE FROM paused_queues WHERE queue = ?", [name])
+            count(queue_db.db, "pushes", 1)
+          end
+        end
+
+        # Deletes a queue's jobs, batch items waiting for it included.
+        def clear_queue(name)
+          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching') AND queue = ?", [name]) }
+        end
+
+        def clear_all_queues
+          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching')", []) }
+        end
+
+        def clear_set(set)
+          write { |queue_db| queue_db.delete_where("state = ?", [set_state(set)]) }
+        end
+
+        def reset_counter(counter)
+          raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter.to_s)
+          write { |queue_db| queue_db.db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
+        end
+
+        # Deletes all of the store's data, jobs in flight, history and paused queues included.
+        def clear_all
+          write do |queue_db|
+            %w[events jobs processes paused_queues results].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
+            # The announcement counters stay: listeners compare them with what they saw last.
+            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules')")
+          end
+        end
+
+        private
+
+        # The ids and payloads of the entries found, each once.
+        def entry_rows(db, set, entries)
+          entries.filter_map { |score, jid| db.get_first_row("SELECT id, payload FROM jobs WHERE #{BY_ENTRY}", [set_state(set), score, jid]) }.uniq
+        end
+
+        def entry_ids(db, set, entries) = entry_rows(db, set, entries).map(&:first)
+      end
+    end
+  end
+end

@@ -1,0 +1,166 @@
+# frozen_string_literal: true
+
+require_relative "../fetched"
+
+module Jiggler
+  module Store
+    class SQLite
+      # The queue path of the SQLite store (see ../contract.md): a job is one row whose state says where it is
+      # (queued, in_flight with its owner, scheduled, retry, dead or done), its id is the handle of a Fetched, and each
+      # move is one short transaction that also records the job's history as events.
+      module QueuePath
+        # Appends jobs to a queue.
+        def push(queue, payloads)
+          now = Time.now.to_f
+          write do |queue_db|
+            insert(queue_db, "queued", payloads.map { |payload| [queue, now, payload] }, "enqueued")
+            count(queue_db.db, "pushes", payloads.size)
+          end
+        end
+
+        # Adds jobs to the scheduled set, announcing them to idle schedulers when one is due sooner than the others.
+        # @parameter entries [Array([Float, String])] run-at time and payload.
+        def schedule(entries)
+          write do |queue_db|
+            earliest = earliest_due(queue_db.db)
+            # The queue is known when the job is due.
+            insert(queue_db, "scheduled", entries.map { |at, payload| [nil, at, payload] }, "scheduled")
+            count(queue_db.db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
+          end
+        end
+
+        # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
+        # skipped.
+        # @returns [Array(Fetched)] handles are row ids.
+        def fetch(process, queues, limit:, acks: [], reliable: true)
+          write do |queue_db|
+            acknowledge(queue_db, process, acks, reliable)
+            fetched = []
+            queues.each do |queue|
+              break if limit <= 0
+              rows = take(queue_db, process, queue, limit, reliable)
+              rows.each { |id, payload| fetched << Fetched.new(id, queue, payload) }
+              limit -= rows.size
+            end
+            started = {"type" => "started", "process" => process}
+            queue_db.add_events(fetched.map { |job| [job.handle, started] }) if reliable
+            fetched
+          end
+        end
+
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # @parameter failures [Array(Failed)]
+        # @returns [Integer] how many moved (a job no longer in flight is skipped).
+        def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
+          write do |queue_db|
+            moved = failures.count { |failed| fail_one(queue_db, process, failed, reliable) }
+            count(queue_db.db, "failures", moved)
+            trim_dead(queue_db, dead_cutoff, dead_max) if failures.any?(&:dead?)
+            moved
+          end
+        end
+
+        # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
+        # @parameter jobs [Array(Fetched) | Nil] the jobs, each with the payload to push; nil: every job the process
+        #   holds, as recorded.
+        def requeue(process, jobs = nil)
+          write do |queue_db|
+            jobs ||= in_flight(process)
+            jobs.sum do |job|
+              queue_db.db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
+                "WHERE id = ? AND state = 'in_flight' AND owner = ?", [job.payload, job.handle, process])
+              moved = queue_db.db.changes
+              queue_db.add_event(job.handle, {"type" => "requeued", "process" => process}) if moved == 1
+              moved
+            end.tap { |moved| count(queue_db.db, "pushes", moved) if moved.positive? }
+          end
+        end
+
+        # The jobs a process holds in flight. @returns [Array(Fetched)]
+        def in_flight(process)
+          rows = with { |db| db.execute("SELECT id, queue, payload FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+          rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+        end
+
+        def in_flight_count(process)
+          with { |db| db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+        end
+
+        # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
+        def next_due = with { |db| earliest_due(db) }
+
+        # Moves due scheduled jobs and retries where the block says.
+        # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_due(now, &destination)
+          write do |queue_db|
+            due = queue_db.db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
+            due.each { |id, state, payload| enqueue_one(queue_db, id, state.to_sym, payload, now, &destination) }
+            count(queue_db.db, "pushes", due.size) if due.any?
+            prune(queue_db, now)
+            due.size
+          end
+        end
+
+        private
+
+        def take(queue_db, process, queue, limit, reliable)
+          ids = queue_db.db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
+            "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
+          return ids if ids.empty?
+          marks = (["?"] * ids.size).join(", ")
+          if reliable
+            queue_db.db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
+          else
+            queue_db.delete_where("id IN (#{marks})", ids.map(&:first))
+          end
+          ids
+        end
+
+        def acknowledge(queue_db, process, ids, reliable)
+          return if ids.empty?
+          return count(queue_db.db, "processed", ids.size) unless reliable
+          now = Time.now.to_f
+          finished = ids.each_slice(CHUNK).sum do |slice|
+            done = queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
+              "WHERE id IN (#{(["?"] * slice.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *slice, process])
+            queue_db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
+            done.size
+          end
+          # An acknowledgement sent again after a lost reply counts once.
+          count(queue_db.db, "processed", finished)
+        end
+
+        def fail_one(queue_db, process, failed, reliable)
+          set, id = failed.set.to_s, failed.fetched.handle
+          if reliable
+            queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
+              "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, failed.at, failed.payload, id, process])
+            return false unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
+          else
+            # At-most-once jobs left the table when they were fetched.
+            id = insert(queue_db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
+          end
+          queue_db.add_event(id, failed_event(failed.payload))
+          queue_db.add_event(id, {"type" => "dead"}) if failed.dead?
+          true
+        end
+
+        # The history event of a failure: the attempt and error the payload records.
+        def failed_event(payload)
+          job = Payload.load(payload)
+          {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]}
+        rescue Payload::MalformedError
+          {"type" => "failed"}
+        end
+
+        def trim_dead(queue_db, cutoff, max)
+          queue_db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
+            "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
+        end
+
+        def earliest_due(db) = db.get_first_value("SELECT min(run_at) FROM jobs WHERE state IN ('scheduled', 'retry')")
+      end
+    end
+  end
+end

@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+describe Jiggler::JobRules do
+  let(:now) { 1_700_000_000.0 }
+
+  def job(**fields) = JSON.generate({"jid" => "abc", "name" => "RecordJob", "args" => [1], "queue" => "mail"}.merge(fields.transform_keys(&:to_s)))
+
+  def held(*payloads) = payloads.each_with_index.map { |payload, index| Jiggler::Store::Fetched.new(index, "mail", payload) }
+
+  def parsed(fetched) = JSON.parse(fetched.payload)
+
+  describe ".due" do
+    it "sends scheduled jobs to their queue, retries and dead jobs to retry_queue, and refreshes enqueued_at" do
+      payload = job(retry_queue: "slow", enqueued_at: 1.0)
+      destinations = %i[scheduled retry dead].map { |from| Jiggler::JobRules.due(from, payload, now) }
+      assert_equal %w[mail slow slow], destinations.map(&:queue)
+      assert_equal [now] * 3, destinations.map { |destination| JSON.parse(destination.payload)["enqueued_at"] }
+    end
+
+    it "puts a scheduled batch item in its batch, and a retried one in its queue" do
+      payload = job(batch_item: true)
+      assert_equal ["mail", "RecordJob"], Jiggler::JobRules.due(:scheduled, payload, now).then { |destination| [destination.queue, destination.batch] }
+      assert_nil Jiggler::JobRules.due(:retry, payload, now).batch
+    end
+
+    it "sends an unreadable payload to the default queue as it is" do
+      destination = Jiggler::JobRules.due(:scheduled, "{oops", now)
+      assert_equal ["default", "{oops", nil], destination.to_a
+    end
+  end
+
+  it "stamps a killed job with died_at, and keeps an unreadable one as it is" do
+    assert_equal now, JSON.parse(Jiggler::JobRules.killed(job, now))["died_at"]
+    assert_equal "[1]", Jiggler::JobRules.killed("[1]", now)
+  end
+
+  describe ".death" do
+    it "pins the crash on the one job a process held" do
+      death = Jiggler::JobRules.death(held(job(crashes: 1)), 3)
+      assert_equal [[2, nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+      assert_equal [0, "mail"], death.requeued.first.to_a.first(2)
+    end
+
+    it "makes suspects of the jobs a process held together, without a crash" do
+      death = Jiggler::JobRules.death(held(job, job(crashes: 2)), 3)
+      assert_equal [[nil, true], [2, true]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+      assert_empty death.poisoned
+    end
+
+    it "poisons a job at max_crashes, and sets unreadable ones apart" do
+      death = Jiggler::JobRules.death(held(job(crashes: 2)), 3)
+      assert_equal [3], death.poisoned.map { |_, poisoned| poisoned["crashes"] }
+      death = Jiggler::JobRules.death(held("{oops", job(crashes: "x")), 3)
+      assert_equal [[0, Jiggler::Payload::MalformedError]], death.unreadable.map { |fetched, error| [fetched.handle, error.class] }
+      assert_equal [["x", true]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+    end
+  end
+end
