@@ -1,8 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "helper"
-require "tmpdir"
-require "fileutils"
 require "jiggler/server/reaper"
 
 # A job that kills its process (kill -9 of itself) among ordinary jobs, some of them several seconds long so that
@@ -10,33 +8,16 @@ require "jiggler/server/reaper"
 # crash on none of them; they come back as suspects, which run alone, so the killer's next deaths are its own.
 # Servers are restarted as they die, on Redis and on SQLite. (Before suspects, the three long jobs fetched with the
 # killer died beside it three times and went to the dead set with it.)
-describe "poison attribution" do
+StoreTarget.describe_each("poison attribution") do
   include ReliabilityHelper
 
   def max_crashes = Jiggler::Config::DEFAULTS[:max_crashes]
-
-  def teardown
-    super
-    FileUtils.rm_rf(@sqlite_dir) if @sqlite_dir
-  end
-
-  # Points this test's client at the store, and returns the environment its servers need to use it too.
-  def use_store(kind)
-    return {} if kind == :redis
-    @sqlite_dir = Dir.mktmpdir("jiggler-poison")
-    path = File.join(@sqlite_dir, "jobs.sqlite3")
-    Jiggler.configure do |config|
-      config[:redis_url] = nil
-      config[:sqlite_path] = path
-    end
-    {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path, "JIGGLER_TEST_RECORD_URL" => RedisServer.instance.url}
-  end
 
   # Runs one server at a time until the block is true. When one dies, its jobs are recovered (by the Reaper every
   # server runs, called here so that the next server starts only once they are back at the head of the queue and
   # takes them all again: the killer's neighbours are then in flight at every death it causes), and another starts.
   # @returns [Integer] how many servers died.
-  def one_server_at_a_time(env, timeout:)
+  def one_server_at_a_time(timeout:)
     settings = Jiggler::Config.new.tap { |config| config[:recovery_timeout] = 2 }
     reaper = Jiggler::Server::Reaper.new(store: store, process: "poison-test", config: settings, logger: Jiggler.logger)
     server = nil
@@ -47,42 +28,39 @@ describe "poison attribution" do
           deaths += 1
           wait_for(timeout: 10, message: "the jobs of the dead server back") { reaper.reap && store.in_flight_count(server_id(server)).zero? }
         end
-        server = start_reliable("-c", "4", env: env, recovery_timeout: 2, wait: false)
+        server = start_reliable("-c", "4", recovery_timeout: 2, wait: false)
         # It may run the killer, and die, as soon as it has started.
-        wait_for(timeout: 15, message: "server #{server.pid} to start") { server.log.include?("started:") }
+        wait_for(timeout: 15, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
       end
       yield
     end
     deaths
   end
 
-  %i[redis sqlite].each do |kind|
-    it "sends only the job that kills its process to the dead set, and runs every other job (#{kind})" do
-      env = use_store(kind)
-      long = (1..4).map { |n| ["long-#{n}", 3] }
-      short = (1..46).map { |n| ["short-#{n}", 0.05] }
-      # In queue order: the killer is among the first four, so a server with 4 workers takes it with long jobs.
-      Reliability::SleepJob.enqueue_bulk(long.first(2))
-      jid = Reliability::KillJob.enqueue("poison")
-      Reliability::SleepJob.enqueue_bulk(long.last(2) + short)
-      ordinary = (long + short).map(&:first)
+  it "sends only the job that kills its process to the dead set, and runs every other job" do
+    long = (1..4).map { |n| ["long-#{n}", 3] }
+    short = (1..46).map { |n| ["short-#{n}", 0.05] }
+    # In queue order: the killer is among the first four, so a server with 4 workers takes it with long jobs.
+    Reliability::SleepJob.enqueue_bulk(long.first(2))
+    jid = Reliability::KillJob.enqueue("poison")
+    Reliability::SleepJob.enqueue_bulk(long.last(2) + short)
+    ordinary = (long + short).map(&:first)
 
-      deaths = one_server_at_a_time(env, timeout: 150) do
-        dead_count = Jiggler.summary["dead_jobs_count"]
-        dead_count > 1 || (dead_count == 1 && ordinary.all? { |value| recorded_count("done:#{value}").positive? })
-      end
-
-      dead = set_jobs(:dead)
-      deliveries = recorded_count("kill:poison")
-      puts format("\npoison attribution (%s): killer delivered %d times (max_crashes %d), %d of %d ordinary jobs ran, " \
-        "%d dead, %d server deaths", kind, deliveries, max_crashes, ordinary.count { |value| recorded_count("done:#{value}").positive? },
-        ordinary.size, dead.size, deaths)
-      assert_equal [[jid, "Jiggler::Server::Reaper::PoisonJobError", max_crashes]], dead.map { |job| job.values_at("jid", "error_class", "crashes") }
-      assert_equal ordinary, ordinary.select { |value| recorded_count("done:#{value}").positive? }, "every ordinary job ran"
-      # A first death beside other jobs is pinned on none of them: the killer may need that one delivery more.
-      assert_includes max_crashes..(max_crashes + 1), deliveries
-      assert_equal 0, Jiggler.summary["retry_jobs_count"]
-      wait_for(message: "nothing left waiting") { store.queue_sizes.empty? }
+    deaths = one_server_at_a_time(timeout: 150) do
+      dead_count = Jiggler.summary["dead_jobs_count"]
+      dead_count > 1 || (dead_count == 1 && ordinary.all? { |value| recorded_count("done:#{value}").positive? })
     end
+
+    dead = set_jobs(:dead)
+    deliveries = recorded_count("kill:poison")
+    puts format("\npoison attribution (%s): killer delivered %d times (max_crashes %d), %d of %d ordinary jobs ran, " \
+      "%d dead, %d server deaths", target_name, deliveries, max_crashes, ordinary.count { |value| recorded_count("done:#{value}").positive? },
+      ordinary.size, dead.size, deaths)
+    assert_equal [[jid, "Jiggler::Server::Reaper::PoisonJobError", max_crashes]], dead.map { |job| job.values_at("jid", "error_class", "crashes") }
+    assert_equal ordinary, ordinary.select { |value| recorded_count("done:#{value}").positive? }, "every ordinary job ran"
+    # A first death beside other jobs is pinned on none of them: the killer may need that one delivery more.
+    assert_includes max_crashes..(max_crashes + 1), deliveries
+    assert_equal 0, Jiggler.summary["retry_jobs_count"]
+    wait_for(message: "nothing left waiting") { store.queue_sizes.empty? }
   end
 end
