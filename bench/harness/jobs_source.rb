@@ -53,11 +53,14 @@ module Bench
       module BenchDone
         DIR = ENV.fetch("BENCH_DIR")
         TOTAL = Integer(ENV.fetch("BENCH_JOBS", "0"))
+        # Set when several processes share the jobs: each finished job appends a byte to this file, and the append
+        # that makes it TOTAL bytes long is the last one (O_APPEND moves the offset to the end atomically).
+        COUNTER = ENV["BENCH_COUNTER"]
         LOCK = Thread::Mutex.new
         @count = 0
         @started = false
 
-        # Two threads may both see false and both mark; the later one is microseconds later.
+        # Two threads (or processes) may both see false; the first mark stays.
         def self.started
           return if @started
           @started = true
@@ -65,13 +68,25 @@ module Bench
         end
 
         def self.finished
-          count = LOCK.synchronize { @count += 1 }
+          count = LOCK.synchronize { COUNTER ? append : @count += 1 }
           mark("finished") if count == TOTAL
         end
 
+        # Opened on first use, so that each forked process has its own.
+        def self.append
+          @counter ||= File.open(COUNTER, "a")
+          @counter.syswrite(".")
+          @counter.sysseek(0, IO::SEEK_CUR)
+        end
+
         def self.mark(name)
-          File.write(File.join(DIR, name + ".tmp"), Process.clock_gettime(Process::CLOCK_MONOTONIC).to_s)
-          File.rename(File.join(DIR, name + ".tmp"), File.join(DIR, name))
+          temporary = File.join(DIR, "\#{name}.\#{Process.pid}.tmp")
+          File.write(temporary, Process.clock_gettime(Process::CLOCK_MONOTONIC).to_s)
+          File.link(temporary, File.join(DIR, name))
+        rescue Errno::EEXIST
+          nil
+        ensure
+          File.unlink(temporary)
         end
       end
 

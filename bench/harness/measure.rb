@@ -24,7 +24,9 @@ module Bench
 
     def start
       @spawned = Bench.monotonic
-      @pid = Process.spawn(@processor.env(@env.merge("BENCH_DIR" => @dir)), *@processor.server_command(@jobs_file, @concurrency),
+      # Several processes share the jobs: they count finished ones in one file (see JobsSource).
+      counter = @processor.processes ? {"BENCH_COUNTER" => File.join(@dir, "counter")} : {}
+      @pid = Process.spawn(@processor.env(@env.merge("BENCH_DIR" => @dir).merge(counter)), *@processor.server_command(@jobs_file, @concurrency),
         out: @log, err: [:child, :out], chdir: @dir, pgroup: true)
       self
     end
@@ -49,13 +51,16 @@ module Bench
     # When the first job started (CLOCK_MONOTONIC).
     def first_job = Float(File.read(File.join(@dir, "started")))
 
-    # Resident set size in kB, from /proc/PID/status.
-    def rss = File.read("/proc/#{@pid}/status")[/^VmRSS:\s+(\d+)/, 1].to_i
+    # Resident set size in kB, from /proc/PID/status: with `jiggler -p N`, the supervisor's and its children's added
+    # (pages they share copy-on-write count once per process).
+    def rss = pids.sum { |pid| read("/proc/#{pid}/status")[/^VmRSS:\s+(\d+)/, 1].to_i }
 
-    # User + system CPU seconds, from /proc/PID/stat.
+    # User + system CPU seconds, from /proc/PID/stat (with `jiggler -p N`, of the supervisor and its children).
     def cpu
-      fields = File.read("/proc/#{@pid}/stat").rpartition(")").last.split
-      (fields[11].to_i + fields[12].to_i).fdiv(CLOCK_TICK)
+      pids.sum do |pid|
+        fields = read("/proc/#{pid}/stat").rpartition(")").last.split
+        (fields[11].to_i + fields[12].to_i).fdiv(CLOCK_TICK)
+      end
     end
 
     def stop
@@ -79,6 +84,16 @@ module Bench
     def log_tail = File.exist?(@log) ? File.readlines(@log).last(15).join : "(no log)"
 
     private
+
+    # The server process and its children (a supervisor's servers).
+    def pids = [@pid] + Dir["/proc/#{@pid}/task/*/children"].flat_map { |path| read(path).split.map(&:to_i) }
+
+    # A child may exit between listing and reading.
+    def read(path)
+      File.read(path)
+    rescue Errno::ENOENT, Errno::ESRCH
+      ""
+    end
 
     def check_alive
       return unless Process.wait(@pid, Process::WNOHANG)

@@ -4,8 +4,9 @@ require "fileutils"
 require "rbconfig"
 
 module Bench
-  # The three job processors under test and how to run each in isolation. Ours runs from this repository with the
-  # project's bundle; Sidekiq 7.x and jiggler 0.1.0 (which shares our gem's name) each have a Gemfile and a
+  # The three job processors under test and how to run each in isolation, plus the HTTP workload's reference (:bare,
+  # bench/harness/bare_loop.rb: no job system). Ours and the bare loop run from this repository with the project's
+  # bundle; Sidekiq 7.x and jiggler 0.1.0 (which shares our gem's name) each have a Gemfile and a
   # BUNDLE_PATH of their own under tmp/bench-bundles/, so nothing they install reaches the project bundle.
   class Processor
     BUNDLES = File.join(ROOT, "tmp", "bench-bundles")
@@ -19,18 +20,21 @@ module Bench
     # Variables of the harness's own environment that must not reach a processor: bundler's and YJIT's.
     LEAKY = /\A(BUNDLE_|BUNDLER_|RUBYOPT\z|RUBYLIB\z|GEM_HOME\z|GEM_PATH\z|RUBY_YJIT_ENABLE\z|REDIS_URL\z|JIGGLER_)/
 
-    attr_reader :kind, :mode, :concurrency_flag
+    attr_reader :kind, :mode, :processes
 
-    # @parameter kind [Symbol] :ours, :sidekiq or :jiggler010.
+    # @parameter kind [Symbol] :ours, :sidekiq, :jiggler010 or :bare.
     # @parameter mode [String | Nil] jiggler 0.1.0's delivery mode ("at_least_once" or "at_most_once").
-    def initialize(kind, mode: nil)
+    # @parameter processes [Integer | Nil] ours only: `jiggler -p N` (nil: no -p flag, one process).
+    def initialize(kind, mode: nil, processes: nil)
       @kind = kind
       @mode = mode
+      @processes = processes
     end
 
     def label
       case @kind
-      when :ours then "Jiggler #{OURS_VERSION}"
+      when :ours then "Jiggler #{OURS_VERSION}#{" -p #{@processes}" if @processes}"
+      when :bare then "Bare Async loop"
       when :sidekiq then "Sidekiq #{gem_version("sidekiq")}"
       else "Jiggler 0.1.0 #{@mode.tr("_", "-")}"
       end
@@ -38,16 +42,18 @@ module Bench
 
     def ours? = @kind == :ours
 
+    def bare? = @kind == :bare
+
     # Whether the isolated bundle is installed (no network: `bundle check` only reads the lockfile and gems).
     def installed?
-      return true if ours?
+      return true if ours? || bare?
       File.exist?(lockfile) && system(bundle_env, "bundle", "check", out: File::NULL, err: File::NULL)
     end
 
     # Installs the isolated bundle.
     # @returns [Boolean] success.
     def install(log)
-      return true if ours?
+      return true if ours? || bare?
       self.class.install_bundle(bundle_key, log)
     end
 
@@ -64,10 +70,13 @@ module Bench
       base.merge(bundle_env).merge(extra)
     end
 
-    # The command that starts the server.
+    # The command that starts the server (for the bare loop, `jobs_file` is the URL to get).
     def server_command(jobs_file, concurrency)
       case @kind
-      when :ours then [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s]
+      when :ours
+        [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s,
+          *(["-p", @processes.to_s] if @processes)]
+      when :bare then [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "bare_loop.rb"), jobs_file, concurrency.to_s]
       when :sidekiq then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", jobs_file, "-c", concurrency.to_s, "-q", "default"]
       else [RbConfig.ruby, "-rbundler/setup", executable("jiggler", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s]
       end
@@ -79,7 +88,7 @@ module Bench
     end
 
     def bundle_env
-      return {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")} if ours?
+      return {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")} if ours? || bare?
       self.class.bundle_env_for(bundle_key)
     end
 

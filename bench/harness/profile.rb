@@ -3,6 +3,8 @@
 # Profiles our noop hot path with stackprof: N noop jobs on Redis, worked by a server started in this process (as
 # exe/jiggler does it), sampled in CPU mode from start to the last job finished. Run by `bin/bench --profile`, in the
 # isolated tmp/bench-bundles/profile bundle (our gemspec plus stackprof), with REDIS_URL, BENCH_DIR and BENCH_JOBS set.
+#
+#   ruby -rbundler/setup bench/harness/profile.rb JOBS_FILE [CONCURRENCY [JOB_CLASS ARGS_JSON]]  # default BenchNoopJob []
 require "stackprof"
 require "jiggler"
 require "jiggler/server/launcher"
@@ -13,8 +15,11 @@ concurrency = Integer(ARGV.fetch(1, "10"))
 finished = File.join(ENV.fetch("BENCH_DIR"), "finished")
 Jiggler.logger.level = Logger::WARN
 Jiggler.configure { |config| config[:concurrency] = concurrency }
-BenchNoopJob.enqueue_bulk(Array.new(jobs) { [] })
+job = Object.const_get(ARGV.fetch(2, "BenchNoopJob"))
+args = JSON.parse(ARGV.fetch(3, "[]"))
+job.enqueue_bulk(Array.new(jobs) { args })
 
+gc_before = GC.stat
 cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
 started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 profile = StackProf.run(mode: :cpu, interval: 50, raw: true) do
@@ -27,7 +32,10 @@ profile = StackProf.run(mode: :cpu, interval: 50, raw: true) do
 end
 seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
 cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
-puts format("%d noop jobs, concurrency %d: %.2f s (%.0f jobs/s), %.1f µs of CPU per job (this process; Redis not counted)",
-  jobs, concurrency, seconds, jobs / seconds, cpu * 1e6 / jobs)
+puts format("%d %s jobs, concurrency %d: %.2f s (%.0f jobs/s), %.1f µs of CPU per job (this process; Redis not counted)",
+  jobs, job, concurrency, seconds, jobs / seconds, cpu * 1e6 / jobs)
+gc = GC.stat
+puts format("GC: %d runs (%d major), %d ms", gc[:count] - gc_before[:count], gc[:major_gc_count] - gc_before[:major_gc_count],
+  gc.fetch(:time, 0) - gc_before.fetch(:time, 0))
 File.binwrite(File.join(ENV.fetch("BENCH_DIR"), "stackprof-noop.dump"), Marshal.dump(profile))
 StackProf::Report.new(profile).print_text(false, 30)
