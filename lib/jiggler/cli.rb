@@ -26,6 +26,7 @@ module Jiggler
     def run(argv)
       $stdout.sync = true # log lines reach files and pipes as they are written
       return run_web(argv.drop(1)) if argv.first == "web"
+      return run_admin(argv) if admin_command?(argv.first)
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
@@ -43,6 +44,14 @@ module Jiggler
       Web::Command.new.run(argv)
     end
 
+    # `jiggler status`, `queues`, `retry`...: the admin commands (see CLI::Admin).
+    def run_admin(argv)
+      require_relative "cli/admin"
+      Admin.new.run(argv)
+    end
+
+    def admin_command?(word) = %w[status queues pause resume clear retry kill delete quiet stop].include?(word)
+
     def parse(argv)
       flags = {}
       parser = options(flags)
@@ -54,7 +63,8 @@ module Jiggler
 
     def options(flags)
       OptionParser.new do |opts|
-        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)"
+        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)\n" \
+          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop   (see jiggler status -h)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
         opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|

@@ -19,7 +19,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results signals].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -681,6 +681,23 @@ module StoreContract
         sleep 0.1
         assert_nil subject.result("c" * 24)
         assert_nil subject.result("d" * 24)
+      end
+    end
+  end
+
+  # Operating servers: quiet and stop requests, per-class metrics. The specs, continued.
+  module Specs
+    def describe_signals
+      it "hands a process the requests sent to it, oldest first, once" do
+        subject.signal_process(PROCESS, "quiet")
+        subject.signal_process(PROCESS, "stop")
+        subject.signal_process(OTHER_PROCESS, "stop")
+        assert_equal %w[quiet stop], subject.take_signals(PROCESS)
+        assert_empty subject.take_signals(PROCESS)
+        other = build_store
+        assert_equal %w[stop], other.take_signals(OTHER_PROCESS)
+      ensure
+        other&.close
       end
     end
   end

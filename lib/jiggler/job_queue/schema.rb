@@ -7,7 +7,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 3
+      VERSION = 4
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -39,10 +39,23 @@ module Jiggler
         SQL
         # Batch items (state "batching") name their batch class; finished jobs' return values (`result_ttl`) are kept
         # until they expire.
-        3 => <<~SQL
+        3 => <<~SQL,
           ALTER TABLE jobs ADD COLUMN batch TEXT;
           CREATE TABLE results (jid TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
           CREATE INDEX results_by_expiry ON results (expires_at);
+        SQL
+        # Per-class job metrics by minute (minute 0 holds the totals since the file was made), and the quiet and stop
+        # requests waiting for a process's next heartbeat.
+        4 => <<~SQL
+          CREATE TABLE metrics (
+            minute INTEGER NOT NULL,
+            class TEXT NOT NULL,
+            field TEXT NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (minute, class, field)
+          ) WITHOUT ROWID;
+          CREATE TABLE process_signals (process TEXT NOT NULL, signal TEXT NOT NULL, at REAL NOT NULL);
+          CREATE INDEX process_signals_by_process ON process_signals (process);
         SQL
       }.freeze
     end

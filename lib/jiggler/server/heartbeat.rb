@@ -7,7 +7,17 @@ module Jiggler
   module Server
     # Registers the process and refreshes its registration every `interval` seconds, on a thread of its own: a job
     # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
+    #
+    # Between beats it looks once a second at the jobs running and reports them again when they changed, so the Busy
+    # page shows a job within about a second of its start (one write a second at most, never one per job). Each beat
+    # also takes the quiet and stop requests sent to the process through the store, and acts on them as on the
+    # signals TSTP and TERM.
     class Heartbeat
+      # Seconds between looks at the running jobs.
+      REPORT_INTERVAL = 1.0
+      # The signal each request taken from the store becomes.
+      SIGNALS = {"quiet" => "TSTP", "stop" => "TERM"}.freeze
+
       # @parameter store [Store::Redis | Store::SQLite] a store on a connection of its own (used from this thread only).
       # @parameter identity [Identity]
       # @parameter workers [Workers] asked for the jobs running now.
@@ -64,12 +74,12 @@ module Jiggler
       # After a failed beat the next try comes after the back-off, not a whole interval: a registration must not
       # expire because of one dropped connection.
       def run
-        delay = @interval
+        delay = tick
         until stopped_after?(delay)
           begin
-            beat
+            beat_due? ? beat : report_changes
             @outage.recovered
-            delay = @interval
+            delay = tick
           rescue => error
             delay = @outage.failed(error)
           end
@@ -84,10 +94,36 @@ module Jiggler
         end
       end
 
+      def tick = [REPORT_INTERVAL, @interval].min
+
+      def beat_due? = monotonic >= @next_beat
+
       def beat
-        info = Payload.dump(@identity.info(@workers.current_jobs))
-        @store.beat(@identity.id, info, @ttl)
+        @next_beat = monotonic + @interval
+        report(@workers.current_jobs)
+        @store.take_signals(@identity.id).each { |request| obey(request) }
       end
+
+      # Reports the running jobs again when they are not the ones reported last.
+      def report_changes
+        jobs = @workers.current_jobs
+        report(jobs) unless jobs.keys == @reported
+      end
+
+      def report(jobs)
+        @store.beat(@identity.id, Payload.dump(@identity.info(jobs)), @ttl)
+        @reported = jobs.keys
+      end
+
+      # Sends this process the signal a request stands for: the CLI's handlers quiet or stop it as they would for
+      # `kill -TSTP` or `kill -TERM`.
+      def obey(request)
+        signal = SIGNALS[request] or return @logger.warn("heartbeat: ignored an unknown request #{request.inspect}")
+        @logger.info("heartbeat: #{request} requested through the store")
+        Process.kill(signal, Process.pid)
+      end
+
+      def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -7,6 +7,7 @@ require_relative "../error"
 require_relative "connection_error"
 require_relative "sqlite/admin"
 require_relative "sqlite/batches"
+require_relative "sqlite/signals"
 
 module Jiggler
   module Store
@@ -20,6 +21,7 @@ module Jiggler
 
       include Admin
       include Batches
+      include Signals
 
       CHUNK = 500
       PUSH_POLL = 0.005
