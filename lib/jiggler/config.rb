@@ -34,7 +34,9 @@ module Jiggler
       max_crashes: 3,
       sqlite_path: nil,
       sqlite_synchronous: "normal",
-      done_retention: 3600
+      done_retention: 3600,
+      metrics: true,
+      metrics_retention: 8 * 3600
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.

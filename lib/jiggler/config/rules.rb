@@ -15,9 +15,10 @@ module Jiggler
       def check(key, value)
         case key
         when :client_concurrency, :concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
-        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention
+        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention,
+          :metrics_retention
           positive_number(key, value)
-        when :client_async, :poller_enabled then boolean(key, value)
+        when :client_async, :poller_enabled, :metrics then boolean(key, value)
         when :environment, :require, :config_file, :sqlite_path then optional_string(key, value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then redis_url(value)

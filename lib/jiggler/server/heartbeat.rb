@@ -23,13 +23,17 @@ module Jiggler
       # @parameter workers [Workers] asked for the jobs running now.
       # @parameter interval [Numeric] seconds between beats.
       # @parameter ttl [Numeric] seconds the registration lives without a beat; then the process counts as dead.
-      def initialize(store:, identity:, workers:, interval:, ttl:, logger:)
+      # @parameter metrics [Metrics::Recorder | Nil] whose counts each beat writes.
+      # @parameter metrics_retention [Numeric] seconds the store keeps each minute's counts.
+      def initialize(store:, identity:, workers:, interval:, ttl:, logger:, metrics: nil, metrics_retention: 8 * 3600)
         @store = store
         @identity = identity
         @workers = workers
         @interval = interval
         @ttl = ttl
         @logger = logger
+        @metrics = metrics
+        @metrics_retention = metrics_retention
         @outage = Outage.new("heartbeat", logger)
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
@@ -52,6 +56,7 @@ module Jiggler
           @wakeup.signal
         end
         @thread&.join(1) # a beat stuck on an unreachable store is abandoned: the process is exiting
+        write_metrics_now
         unregister_now if unregister
       ensure
         @store.close
@@ -102,6 +107,25 @@ module Jiggler
         @next_beat = monotonic + @interval
         report(@workers.current_jobs)
         @store.take_signals(@identity.id).each { |request| obey(request) }
+        write_metrics
+      end
+
+      # Writes the runs counted since the last beat, under the current minute; counts that cannot be written are kept
+      # for the next beat.
+      def write_metrics
+        return unless @metrics
+        taken = @metrics.take
+        @store.add_metrics(Time.now.to_i / 60, taken, retention: @metrics_retention) unless taken.empty?
+      rescue
+        @metrics.restore(taken) if taken
+        raise
+      end
+
+      # The last counts, at stop; lost (and logged) when the store cannot be reached.
+      def write_metrics_now
+        write_metrics
+      rescue => error
+        @logger.warn("heartbeat: the last job metrics could not be written (#{error.message})")
       end
 
       # Reports the running jobs again when they are not the ones reported last.

@@ -11,6 +11,7 @@ require_relative "scheduler"
 require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
+require_relative "../metrics/recorder"
 
 module Jiggler
   module Server
@@ -28,7 +29,8 @@ module Jiggler
         @config = config
         @logger = logger
         @identity = Identity.new(config)
-        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? })
+        metrics = Metrics::Recorder.new if config[:metrics]
+        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? }, metrics: metrics)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
@@ -39,7 +41,8 @@ module Jiggler
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
-          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
+          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger,
+          metrics: metrics, metrics_retention: config[:metrics_retention])
       end
 
       # Starts every part inside the running reactor.

@@ -21,9 +21,11 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      def initialize(logger:, interrupted: -> { true })
+      # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
+      def initialize(logger:, interrupted: -> { true }, metrics: nil)
         @logger = logger
         @interrupted = interrupted
+        @metrics = metrics
         @classes = {}
       end
 
@@ -35,7 +37,11 @@ module Jiggler
         @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
         Failure.malformed(fetched, error, Time.now.to_f)
       else
-        perform(fetched, job)
+        return perform(fetched, job) unless @metrics
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        failure = perform(fetched, job)
+        @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?)
+        failure
       end
 
       private

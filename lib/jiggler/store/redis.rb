@@ -6,6 +6,7 @@ require_relative "redis/keys"
 require_relative "redis/admin"
 require_relative "redis/batches"
 require_relative "redis/signals"
+require_relative "redis/metrics"
 require_relative "../payload"
 require_relative "../error"
 require_relative "connection_error"
@@ -23,6 +24,7 @@ module Jiggler
       include Admin
       include Batches
       include Signals
+      include Metrics
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

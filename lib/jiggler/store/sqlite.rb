@@ -8,6 +8,7 @@ require_relative "connection_error"
 require_relative "sqlite/admin"
 require_relative "sqlite/batches"
 require_relative "sqlite/signals"
+require_relative "sqlite/metrics"
 
 module Jiggler
   module Store
@@ -22,6 +23,7 @@ module Jiggler
       include Admin
       include Batches
       include Signals
+      include Metrics
 
       CHUNK = 500
       PUSH_POLL = 0.005

@@ -32,6 +32,12 @@ module Jiggler
         Time.at(epoch.to_f).utc.strftime("%Y-%m-%d %H:%M:%S UTC")
       end
 
+      # A job's run time: "8.25 ms", "1.2 s"; "" for nil.
+      def run_time(seconds)
+        return "" unless seconds
+        (seconds < 1) ? format("%.2f ms", seconds * 1000) : duration(seconds)
+      end
+
       # Kilobytes as megabytes: "84.3 MB".
       def megabytes(kilobytes) = format("%.1f MB", kilobytes.to_f / 1024)
 

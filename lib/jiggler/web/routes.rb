@@ -4,6 +4,9 @@ require_relative "router"
 require_relative "stats"
 require_relative "entry"
 require_relative "assets"
+require_relative "prometheus"
+require_relative "chart"
+require_relative "../metrics/report"
 
 module Jiggler
   class Web
@@ -13,6 +16,13 @@ module Jiggler
       # URL names of the sorted sets, and the store's names for them.
       SETS = {"scheduled" => :scheduled, "retries" => :retry, "dead" => :dead}.freeze
       PER_PAGE = 25
+      # The periods the Metrics page offers, in hours.
+      METRIC_HOURS = [1, 3, 8, 24].freeze
+      # How the Metrics page can order its classes: by name, or the largest first.
+      METRIC_ORDERS = {
+        "total" => ->(row) { -row.seconds }, "failures" => ->(row) { -row.failed },
+        "p95" => ->(row) { -row.p95.to_f }, "name" => ->(row) { row.name }
+      }.freeze
 
       # @returns [Router]
       def self.draw(router = Router.new)
@@ -26,6 +36,15 @@ module Jiggler
       def self.pages(router)
         router.get("/") { erb(:dashboard, locals: {stats: Stats.new(store)}) }
         router.get("/stats") { json(Stats.new(store).to_h) }
+        router.get("/metrics") { Prometheus.response(store) }
+        router.get("/classes") do
+          hours = Integer(param("hours"), 10, exception: false)
+          hours = 1 unless METRIC_HOURS.include?(hours)
+          sort = METRIC_ORDERS.key?(param("sort")) ? param("sort") : "total"
+          report = Metrics::Report.new(store, minutes: hours * 60)
+          report.rows.sort_by!(&METRIC_ORDERS.fetch(sort))
+          erb(:classes, locals: {report: report, hours: hours, sort: sort})
+        end
         router.get("/busy") { erb(:busy, locals: {stats: Stats.new(store)}) }
         router.get("/queues") { erb(:queues, locals: {stats: Stats.new(store)}) }
         router.get("/assets/:file") { Assets.response(route_params["file"]) || not_found }
