@@ -108,4 +108,28 @@ describe "dashboard in a browser" do
     page.resize(width: 390, height: 844)
     assert_operator page.evaluate("document.documentElement.scrollWidth"), :<=, 390, "no sideways scrolling at phone width"
   end
+
+  it "shows a running job on the Busy page within about a second, then quiets and stops its server" do
+    server = start_server
+    wait_for(message: "the server registered") { store.processes.any? }
+    SlowJob.enqueue("busy", 10)
+    wait_for(message: "the job's start") { recorded.include?("start:busy") }
+    visit("/busy")
+    wait_in_browser("the running job on the page", timeout: 3) do
+      visit("/busy") unless page.at_css("main")&.text.to_s.include?("SlowJob")
+      page.at_css("main").text.include?("SlowJob")
+    end
+    screenshot("busy")
+    page.at_xpath("//button[text()='Quiet']").click
+    wait_for(message: "the server quiet") { server.log.include?("quiet: no new jobs will be fetched") }
+    confirmed = []
+    page.on(:dialog) do |dialog|
+      confirmed << dialog.message
+      dialog.accept
+    end
+    page.at_xpath("//button[text()='Stop']").click
+    wait_for(timeout: 30, message: "the server to stop") { !server.running? }
+    assert_includes server.log, "stop requested through the store"
+    assert_match(/\AStop .+:#{server.pid}\?/, confirmed.first)
+  end
 end

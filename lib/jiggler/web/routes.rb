@@ -28,6 +28,7 @@ module Jiggler
       def self.draw(router = Router.new)
         pages(router)
         queue_actions(router)
+        process_actions(router)
         set_pages(router)
         set_actions(router)
         router
@@ -54,6 +55,16 @@ module Jiggler
           entries = rows.first(PER_PAGE).map { |payload| Entry.new(payload) }
           state = {size: store.queue_sizes.fetch(name, 0), paused: store.paused_queues.include?(name)}
           erb(:queue, locals: {name: name, entries: entries, more: rows.size > PER_PAGE, **state})
+        end
+      end
+
+      # Quiet and Stop on the Busy page: requests the process takes at its next heartbeat.
+      def self.process_actions(router)
+        %w[quiet stop].each do |signal|
+          router.post("/busy/:process/#{signal}") do
+            store.signal_process(route_params["process"], signal)
+            redirect("/busy")
+          end
         end
       end
 
@@ -115,7 +126,7 @@ module Jiggler
           redirect("/#{route_params["set"]}")
         end
       end
-      private_class_method :pages, :queue_actions, :set_pages, :set_actions
+      private_class_method :pages, :queue_actions, :process_actions, :set_pages, :set_actions
 
       # Where a queue action returns: the queue's page when it was sent from there, else the list of queues.
       # @returns [Array(String)] the path and its segments, for `redirect`.

@@ -23,6 +23,8 @@ module Jiggler
         # Takes the requests sent to a process, oldest first; each is taken once.
         # @returns [Array(String)]
         def take_signals(process)
+          # A read first: a heartbeat finds none nearly always, and a read does not take the file's write lock.
+          return [] unless with { |db| db.get_first_value("SELECT 1 FROM process_signals WHERE process = ? LIMIT 1", [process]) }
           write do |queue_db|
             rows = queue_db.db.execute("DELETE FROM process_signals WHERE process = ? RETURNING rowid, signal", [process])
             rows.sort.map(&:last)
