@@ -31,6 +31,15 @@ module MetricsSpecs
         assert_metrics_endpoint
         assert_metrics_page(rows)
       end
+
+      it "writes what it counted since its last heartbeat when it stops" do
+        server = start_metrics_server(stats_interval: 5, recovery_timeout: 60)
+        MetricsJobs::Fast.enqueue_bulk((1..3).zip)
+        wait_for(message: "the jobs to finish") { server.log.scan(" done MetricsJobs::Fast").size == 3 }
+        server.signal("TERM")
+        assert_equal 0, server.wait(timeout: 30)
+        assert_equal({"MetricsJobs::Fast" => [3, 0]}, counted)
+      end
     end
   end
 
@@ -50,10 +59,10 @@ module MetricsSpecs
   # Per class: runs that finished and runs that failed, as the store's totals have them.
   def counted = store.metrics_totals.transform_values { |counts| [counts.processed, counts.failed] }
 
-  # A verbose server (it logs each job's end) that beats every second, with 5 workers.
-  def start_metrics_server
+  # A verbose server (it logs each job's end) that beats every second unless told otherwise, with 5 workers.
+  def start_metrics_server(**settings)
     config = File.join(Dir.mktmpdir("jiggler-metrics"), "jiggler.yml")
-    File.write(config, "stats_interval: 1\n")
+    File.write(config, {"stats_interval" => 1}.merge(settings.transform_keys(&:to_s)).map { |key, value| "#{key}: #{value}\n" }.join)
     server = ServerProcess.new("-r", "./test/fixtures/metrics_jobs.rb", "-C", config, "-c", "5", "-v", namespace: @namespace, env: store_env).start
     @servers << server
     wait_for(message: "server start") { server.log.include?("started:") || !server.running? }
