@@ -14,6 +14,8 @@ module Jiggler
     class StartError < Error; end
 
     SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
+    # The first words that run an admin command (CLI::Admin) instead of a server.
+    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
     # Seconds past `timeout` a stopping server is given before it exits regardless.
     STOP_GRACE = 4.5
@@ -26,7 +28,7 @@ module Jiggler
     def run(argv)
       $stdout.sync = true # log lines reach files and pipes as they are written
       return run_web(argv.drop(1)) if argv.first == "web"
-      return run_admin(argv) if admin_command?(argv.first)
+      return run_admin(argv) if ADMIN_COMMANDS.include?(argv.first)
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
@@ -49,8 +51,6 @@ module Jiggler
       require_relative "cli/admin"
       Admin.new.run(argv)
     end
-
-    def admin_command?(word) = %w[status queues pause resume clear retry kill delete quiet stop].include?(word)
 
     def parse(argv)
       flags = {}

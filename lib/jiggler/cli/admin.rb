@@ -1,8 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
-require_relative "../../jiggler"
-require_relative "../config/yaml_file"
+require_relative "../cli"
 require_relative "../web/stats"
 require_relative "sweep"
 require_relative "admin_text"
@@ -16,7 +15,6 @@ module Jiggler
       # Raised for a command line that names no known command, set or process; printed as one line.
       class UsageError < Error; end
 
-      COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
       SETS = {"scheduled" => :scheduled, "retries" => :retry, "retry" => :retry, "dead" => :dead}.freeze
       SET_ACTIONS = {"retry" => :run, "kill" => :kill, "delete" => :delete}.freeze
       USAGE = <<~TEXT
@@ -31,9 +29,6 @@ module Jiggler
           quiet PROCESS | stop PROCESS ask a server (by identity, name, hostname or hostname:pid) to stop fetching,
                                        or to finish its jobs and exit; it acts at its next heartbeat
       TEXT
-
-      # Whether a first argument names an admin command.
-      def self.command?(name) = COMMANDS.include?(name)
 
       # Runs one command.
       # @parameter argv [Array(String)] the command and its arguments.
