@@ -164,7 +164,7 @@ module Jiggler
       def process_row(id, info)
         running = info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
         {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running, "concurrency" => info["concurrency"].to_i,
-         "queues" => info["queues"], "heartbeat" => info["heartbeat"], "started_at" => info["started_at"].to_i}
+         "queues" => info["queues"], "quiet" => info["quiet"] == true, "heartbeat" => info["heartbeat"], "started_at" => info["started_at"].to_i}
       end
     end
   end

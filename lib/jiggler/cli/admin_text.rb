@@ -25,10 +25,10 @@ module Jiggler
       def status(result)
         counts = result["counts"].map { |name, value| "#{name} #{value}" }.join("  ")
         processes = result["processes"].map do |row|
-          [row["host"], "#{row["busy"]}/#{row["concurrency"]}", row["queues"], ago(row["heartbeat"]), row["id"]]
+          [row["host"], "#{row["busy"]}/#{row["concurrency"]}", row["queues"], row["quiet"] ? "quiet" : "running", ago(row["heartbeat"]), row["id"]]
         end
         "#{counts}\n\nProcesses (#{processes.size})\n" +
-          Table.new(%w[HOST BUSY QUEUES HEARTBEAT IDENTITY], processes, numeric: %w[BUSY]).to_s +
+          Table.new(%w[HOST BUSY QUEUES STATE HEARTBEAT IDENTITY], processes, numeric: %w[BUSY]).to_s +
           "\nQueues (#{result["queues"].size})\n#{queues(result["queues"])}"
       end
 

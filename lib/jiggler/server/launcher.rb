@@ -63,6 +63,7 @@ module Jiggler
       # Stops fetching new jobs; running jobs go on and the process stays registered.
       def quiet
         @logger.info("quiet: no new jobs will be fetched")
+        @identity.quiet!
         @fetcher.quiet
       end
 

@@ -64,6 +64,8 @@ module AdminCommandSpecs
         assert_equal 0, status, output
         assert_includes output, "to quiet"
         wait_for(message: "the server quiet") { server.log.include?("quiet: no new jobs will be fetched") }
+        wait_for(message: "the server reported quiet") { admin_json("status")["processes"].first["quiet"] }
+        assert_match(/^\S+:#{server.pid}\s+0\/10\s+default\s+quiet\s/, admin("status").last)
         store.push("default", [payload])
         assert_equal 0, admin("stop", id).first
         assert_equal 0, server.wait(timeout: 20), server.log
