@@ -24,8 +24,8 @@ module Jiggler
             classes.each do |name, counts|
               counts.to_fields.each { |field, value| [minute, TOTAL].each { |at| db.execute(ADD, [at, name, field, value]) } }
             end
-            # Minutes are kept `retention` seconds past their end, as on Redis.
-            db.execute("DELETE FROM metrics WHERE minute > ? AND minute * 60 + 60 + ? <= ?", [TOTAL, retention.ceil, Time.now.to_i])
+            # Minutes are kept `retention` seconds past their end, as on Redis: the last one gone ended that long ago.
+            db.execute("DELETE FROM metrics WHERE minute > ? AND minute <= ?", [TOTAL, (Time.now.to_i - 60 - retention.ceil).div(60)])
           end
         end
 
