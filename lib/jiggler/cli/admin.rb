@@ -122,7 +122,7 @@ module Jiggler
 
       def expect(command, operands, names)
         return operands if operands.size == names.size
-        raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler --help"
+        raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
       end
 
       def set_named(name)
