@@ -82,7 +82,7 @@ module Jiggler
         delay = tick
         until stopped_after?(delay)
           begin
-            beat_due? ? beat : report_changes
+            (beat_due? || @outage.ongoing?) ? beat : report_changes # after a failure, only a beat tells it works
             @outage.recovered
             delay = tick
           rescue => error
