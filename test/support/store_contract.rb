@@ -699,6 +699,13 @@ module StoreContract
       ensure
         other&.close
       end
+
+      it "forgets the requests on clear_all" do
+        subject.beat(PROCESS, "{}", 60)
+        subject.signal_process(PROCESS, "quiet")
+        subject.clear_all
+        assert_empty subject.take_signals(PROCESS)
+      end
     end
 
     def describe_metrics
@@ -724,6 +731,14 @@ module StoreContract
         subject.add_metrics(minute, {"B" => counts(1, 0, 10, 5 => 1)}, retention: 60)
         assert_equal [minute], subject.metrics(minute - 60, minute).keys
         assert_equal %w[A B], subject.metrics_totals.keys.sort
+      end
+
+      it "deletes every minute and the totals on clear_all" do
+        minute = Time.now.to_i / 60
+        [minute - 2, minute].each { |at| subject.add_metrics(at, {"A" => counts(1, 0, 10, 5 => 1)}, retention: 3600) }
+        subject.clear_all
+        assert_empty subject.metrics(minute - 5, minute)
+        assert_empty subject.metrics_totals
       end
     end
   end
@@ -783,5 +798,7 @@ module StoreContract
     subject.push("default", [job])
     fetch(limit: 1, token: 3)
     subject.add_to_batch("default", "BatchJob", [item(1)], now)
+    subject.signal_process(PROCESS, "quiet")
+    subject.add_metrics(Time.now.to_i / 60, {"RecordJob" => counts(1, 1, 20, 3 => 2)}, retention: 60)
   end
 end

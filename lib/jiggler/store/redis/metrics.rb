@@ -6,7 +6,7 @@ module Jiggler
   module Store
     class Redis
       # Per-class job metrics: a hash per minute ("<class>|<field>" to a count, see Metrics::Counts) that expires after
-      # the retention, and one hash of totals that never does. Servers add their counts with one pipelined round trip
+      # the retention, a sorted set naming those minutes, and one hash of totals that never expires. Servers add their counts with one pipelined round trip
       # per heartbeat; the dashboard reads a period with one more.
       module Metrics
         # Adds counts to a minute and to the totals.
@@ -23,8 +23,21 @@ module Jiggler
                 pipeline.call("HINCRBY", key, field, value)
                 pipeline.call("HINCRBY", metrics_key("total"), field, value)
               end
-              pipeline.call("EXPIREAT", key, minute * 60 + 60 + retention.ceil) # kept `retention` seconds past its end
+              expires = minute * 60 + 60 + retention.ceil # kept `retention` seconds past its end
+              pipeline.call("EXPIREAT", key, expires)
+              # The minutes kept, by expiry, so that clear_all finds them without walking the keyspace.
+              pipeline.call("ZADD", metrics_key("minutes"), expires, key)
+              pipeline.call("ZREMRANGEBYSCORE", metrics_key("minutes"), "-inf", Time.now.to_i)
             end
+          end
+        end
+
+        # Deletes all of the namespace's data (see Admin#clear_all), the metrics included.
+        def clear_all
+          super
+          with do |redis|
+            minutes = redis.call("ZRANGE", metrics_key("minutes"), 0, -1)
+            redis.call_v(["DEL", metrics_key("total"), metrics_key("minutes"), *minutes])
           end
         end
 

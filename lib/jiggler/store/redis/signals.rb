@@ -36,6 +36,14 @@ module Jiggler
           replies.first
         end
 
+        # Deletes all of the namespace's data (see Admin#clear_all), the requests waiting for registered processes
+        # included (any other expires within a minute).
+        def clear_all
+          ids = registered_processes
+          with { |redis| redis.call_v(["DEL", *ids.map { |id| signals_key(id) }]) } if ids.any?
+          super
+        end
+
         private
 
         def signals_key(process) = "#{keys.process(process)}:signals"

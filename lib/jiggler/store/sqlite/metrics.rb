@@ -29,6 +29,12 @@ module Jiggler
           end
         end
 
+        # Deletes all of the store's data (see Admin#clear_all), the metrics included.
+        def clear_all
+          super
+          write { |queue_db| queue_db.db.execute("DELETE FROM metrics") }
+        end
+
         # The counts of each minute of a period, by class.
         # @returns [Hash(Integer, Hash(String, Jiggler::Metrics::Counts))] minutes with counts only.
         def metrics(first, last)

@@ -20,6 +20,12 @@ module Jiggler
           end
         end
 
+        # Deletes all of the store's data (see Admin#clear_all), the requests waiting included.
+        def clear_all
+          super
+          write { |queue_db| queue_db.db.execute("DELETE FROM process_signals") }
+        end
+
         # Takes the requests sent to a process, oldest first; each is taken once.
         # @returns [Array(String)]
         def take_signals(process)
