@@ -32,9 +32,9 @@ module Jiggler
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
-      serve ? 0 : 1
+      start_servers
     rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
-      warn("jiggler: #{error.message}")
+      warn("jiggler: #{Config::Rules.redact(error.message)}") # an app's error may quote a Redis URL
       1
     end
 
@@ -70,6 +70,9 @@ module Jiggler
         opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|
           name, priority = value.split(",", 2)
           (flags[:queues] ||= []) << (priority ? [name, Integer(priority, exception: false) || priority] : name)
+        end
+        opts.on("-p", "--processes N", "server processes to fork: a number, or auto for one per core (default 1)") do |value|
+          flags[:processes] = /\A\d+\z/.match?(value) ? Integer(value) : value
         end
         opts.on("-r", "--require PATH", "file that loads your jobs, or a Rails app directory") { |v| flags[:require] = v }
         opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") do |value|
@@ -112,6 +115,25 @@ module Jiggler
       raise
     rescue Exception => error # rubocop:disable Lint/RescueException -- whatever the file raises becomes one line
       raise StartError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+    end
+
+    # One server in this process, or with `processes` above 1, a supervisor forking that many (see Supervisor).
+    # @returns [Integer] the exit status.
+    def start_servers
+      require_relative "server/supervisor"
+      count = Server::Supervisor.count(Jiggler.config[:processes])
+      return serve_status if count == 1
+      # Connections opened while configuring must not be shared with the children: each opens its own.
+      Jiggler.store.close
+      Jiggler.client = nil
+      Server::Supervisor.new(count: count, stop_timeout: Jiggler.config[:timeout] + STOP_GRACE + 1).run { serve_status }
+    end
+
+    def serve_status
+      serve ? 0 : 1
+    rescue Store::ConnectionError => error
+      warn("jiggler: #{error.message}")
+      1
     end
 
     def serve

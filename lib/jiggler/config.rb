@@ -20,6 +20,7 @@ module Jiggler
       namespace: "jiggler",
       concurrency: 10,
       timeout: 25,
+      processes: 1,
       environment: nil,
       require: nil,
       queues: [["default", 0]],
@@ -113,8 +114,8 @@ module Jiggler
     def default(key)
       case key
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
-      when :redis_url then ENV["REDIS_URL"]
-      when :sqlite_path then ENV["JIGGLER_SQLITE_PATH"] || "./jiggler.sqlite3"
+      when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
+      when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
       else DEFAULTS.fetch(key) { raise InvalidError, Rules.unknown_key_message(key) }
       end
     end

@@ -89,6 +89,18 @@ describe "dashboard in a browser" do
     assert_empty store.paused_queues
   end
 
+  it "opens and pauses queues whose names a URL would otherwise change" do
+    ["..", "a?b"].each do |name|
+      store.push(name, [payload(queue: name)])
+      visit("/queues")
+      page.at_css(%(tr[data-queue="#{name}"] a)).click
+      wait_in_browser("the page of queue #{name}") { text("h1").start_with?("Queue #{name}") }
+      page.at_css(".toolbar button").click
+      wait_in_browser("queue #{name} paused") { text("h1") == "Queue #{name} paused" }
+      assert_includes store.paused_queues, name
+    end
+  end
+
   it "shows each class's runs, failures and percentiles on the Metrics page, sorted as asked, with a chart each" do
     minute = Time.now.to_i / 60
     {"ReportJob" => [0.8, 0], "MailerJob" => [0.02, 3], "ImportJob" => [0.2, 9]}.each do |name, (seconds, failures)|

@@ -6,7 +6,8 @@ describe Jiggler::Config do
   # key => [words the error message must hold, values the key must refuse]
   invalid_values = {
     client_concurrency: ["a positive Integer", [0, -1, 1.5, "10", nil]],
-    concurrency: ["a positive Integer", [0, -3, 2.0, "12", nil]],
+    concurrency: ["a positive Integer up to 10000", [0, -3, 2.0, "12", nil, 10_001, 10**20]],
+    processes: ["a positive Integer or \"auto\"", [0, -1, 1.5, "2", "all", nil]],
     dead_max_jobs: ["a positive Integer", [0, -1, 10.5, "100", nil]],
     timeout: ["a positive number of seconds", [0, -1, "25", nil, Float::INFINITY, Float::NAN]],
     stats_interval: ["a positive number of seconds", [0, -2, "5", nil, Float::INFINITY]],
@@ -17,7 +18,7 @@ describe Jiggler::Config do
     done_retention: ["a positive number of seconds", [0, -1, "3600", nil, Float::INFINITY]],
     metrics: ["true or false", [nil, "true", 1]],
     metrics_retention: ["a positive number of seconds", [0, -60, "3600", nil, Float::INFINITY]],
-    sqlite_path: ["a non-empty String", ["", :jobs, 1]],
+    sqlite_path: ["a non-empty String", ["", "  ", ":memory:", :jobs, 1]],
     sqlite_synchronous: ["\"normal\" or \"full\"", ["off", :fast, 1, nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],
     poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
@@ -28,7 +29,7 @@ describe Jiggler::Config do
     config_file: ["a non-empty String", ["", :jiggler, 1]],
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
-      [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil]]],
+      [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
     mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
   }
 
@@ -73,6 +74,28 @@ describe Jiggler::Config do
       end
       assert_equal RedisServer.instance.url, config[:redis_url]
       with_env("REDIS_URL" => nil) { assert_nil config[:redis_url] }
+    end
+
+    it "checks REDIS_URL like the setting, never showing its password" do
+      ["http://user:pw-123@host/0", "redis://:pw-123@[::1", ""].each do |url|
+        with_env("REDIS_URL" => url) do
+          error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] }
+          assert_match(/\AREDIS_URL must be a redis:\/\/, rediss:\/\/, unix:\/\/ or redis\+sentinel:\/\/ URL/, error.message)
+          refute_includes error.message, "pw-123"
+        end
+      end
+      error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] = "redis://u:pw-123@[::1" }
+      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got "redis://***@[::1"))
+    end
+
+    it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, naming the variable" do
+      ["", ":memory:"].each do |path|
+        with_env("JIGGLER_SQLITE_PATH" => path) do
+          error = assert_raises(Jiggler::Config::InvalidError) { config[:sqlite_path] }
+          assert_match(/\AJIGGLER_SQLITE_PATH must be a non-empty String naming a file .*\(got #{Regexp.escape(path.inspect)}\)\z/, error.message)
+        end
+      end
+      with_env("JIGGLER_SQLITE_PATH" => nil) { assert_equal "./jiggler.sqlite3", config[:sqlite_path] }
     end
 
     it "takes the environment from APP_ENV, then RAILS_ENV, then RACK_ENV, else development" do

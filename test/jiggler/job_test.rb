@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "json"
+require "async"
 
 module JobTest
   class MailerJob
@@ -206,6 +207,22 @@ describe Jiggler::Job do
       assert_equal({queue: "default", retries: 25, retry_queue: nil}, klass.job_options)
     end
 
+    it "takes queue names by one grammar: printable UTF-8, no whitespace or control characters, at most 128" do
+      klass = job_class
+      ["a?b", "..", ".", "%", "/", "a/b", "ü-队列", "a" * 128, "#x", "a+b"].each do |name|
+        klass.job_options(queue: name, retry_queue: name)
+        assert_equal name, klass.with_options(queue: name).options[:queue]
+      end
+      bad = ["a\tb", "a\nb", "\u0000", "a\u00A0b", "\u2028", "a" * 129, "caf\xC3", "\xFF".b, "x\u007F"]
+      bad.each do |name|
+        [:queue, :retry_queue].each do |option|
+          error = assert_raises(ArgumentError, name.inspect) { klass.job_options(option => name) }
+          assert_match(/\A#{option} must be a queue name: 1 to 128 printable characters of valid UTF-8/, error.message)
+          assert_raises(ArgumentError, name.inspect) { klass.with_options(option => name) }
+        end
+      end
+    end
+
     it "accepts Symbol queue names as Strings and merges calls" do
       klass = job_class
       klass.job_options(queue: :critical)
@@ -288,6 +305,23 @@ describe Jiggler::Job do
       error = assert_raises(ArgumentError) { RecordJob.enqueue_bulk([[1], [2], [3, Time.now]]) }
       assert_includes error.message, "argument 2"
       assert_nothing_written
+    end
+
+    it "refuse arguments nested deeper than NESTING_LIMIT, inside a fiber too, and write nothing" do
+      deep = (0..Jiggler::Payload::NESTING_LIMIT).reduce(1) { |inner, _| [inner] }
+      Sync do
+        error = assert_raises(ArgumentError) { RecordJob.enqueue_bulk([[1], [{"tree" => deep}]]) }
+        assert_includes error.message, "RecordJob argument 1 in argument list 2"
+        assert_includes error.message, "NESTING_LIMIT"
+      end
+      assert_nothing_written
+    end
+
+    it "accept Hash and String subclasses as the values they are" do
+      indifferent = Class.new(Hash).new.merge!("to" => "a@example.com")
+      safe = Class.new(String).new("<b>hi</b>")
+      RecordJob.enqueue(indifferent, safe)
+      assert_equal [{"to" => "a@example.com"}, "<b>hi</b>"], jobs.first["args"]
     end
 
     it "write nothing to the scheduled set" do

@@ -3,7 +3,20 @@
 require "test_helper"
 require "json"
 
+# Stand-ins for ActiveSupport::HashWithIndifferentAccess and ActiveSupport::SafeBuffer, which Rails apps pass.
+module PayloadTest
+  class IndifferentHash < Hash; end
+
+  class SafeText < String
+    def to_s = self
+  end
+
+  class TagList < Array; end
+end
+
 describe Jiggler::Payload do
+  def nest(depth) = (1..depth).reduce(1) { |inner, _| [inner] }
+
   def check(*args) = Jiggler::Payload.check_args!("MyJob", args)
 
   def refused(*args) = assert_raises(ArgumentError) { check(*args) }
@@ -81,6 +94,16 @@ describe Jiggler::Payload do
       assert_includes error.message, "argument 1"
     end
 
+    it "accepts arguments nested NESTING_LIMIT deep and refuses deeper ones, naming the limit and the argument" do
+      limit = Jiggler::Payload::NESTING_LIMIT
+      check(nest(limit), {"a" => nest(limit - 1)})
+      [nest(limit + 1), {"a" => nest(limit)}, nest(3_500)].each do |deep|
+        error = Fiber.new { refused("ok", deep) }.resume # a fiber's stack is where jobs enqueue jobs
+        assert_includes error.message, "MyJob argument 2"
+        assert_includes error.message, "nests deeper than #{limit} Arrays and Hashes (Jiggler::Payload::NESTING_LIMIT)"
+      end
+    end
+
     it "keeps long values short in the message" do
       error = refused("x" * 1000, [:a] * 500)
       assert_includes error.message, "argument 2"
@@ -150,10 +173,23 @@ describe Jiggler::Payload do
       assert_equal floats, round_trip(floats)
     end
 
-    it "allows nesting deeper than JSON's default limit of 100" do
-      deep = (1..150).reduce([]) { |inner, _| [inner] }
-      check(deep)
-      assert_equal [deep], round_trip([deep])
+    it "reads arguments nested up to NESTING_LIMIT, and a payload nested deeper as malformed" do
+      limit = Jiggler::Payload::NESTING_LIMIT
+      assert_equal [nest(limit)], round_trip([nest(limit)])
+      assert_equal [{"a" => nest(limit - 1)}], round_trip([{"a" => nest(limit - 1)}])
+      [limit + 1, 3_500, 100_000].each do |depth|
+        json = %({"jid":"a","name":"MyJob","args":[#{"[" * depth}1#{"]" * depth}]})
+        error = Fiber.new { assert_malformed(json) }.resume
+        assert_match(/nests deeper than #{limit} levels of arguments \(Jiggler::Payload::NESTING_LIMIT\)/, error.message)
+      end
+    end
+
+    it "writes Hash, Array and String subclasses as the plain values they are" do
+      indifferent = PayloadTest::IndifferentHash.new.merge!("id" => 1, "tags" => PayloadTest::TagList.new(["a"]))
+      args = [indifferent, PayloadTest::SafeText.new("<b>ok</b>"), {"html" => PayloadTest::SafeText.new("x")}]
+      check(*args)
+      assert_equal [{"id" => 1, "tags" => ["a"]}, "<b>ok</b>", {"html" => "x"}], round_trip(args)
+      assert_equal [Hash, String], round_trip(args).first(2).map(&:class)
     end
 
     it "says what was wrong in the error" do

@@ -31,7 +31,7 @@ describe Jiggler::Web do
     end
 
     it "shows busy processes with heartbeat, memory, concurrency, queues and running jobs" do
-      running = {"7|mail" => {"queue" => "mail", "payload" => payload(name: "MailJob", args: ["hi"]), "run_at" => Time.now.to_f}}
+      running = {"7|mail" => {"queue" => "mail", "class" => "MailJob", "jid" => "ab" * 12, "args" => '["hi"]', "run_at" => Time.now.to_f}}
       info = {"heartbeat" => Time.now.to_f, "rss" => 51_200, "concurrency" => "10", "queues" => "mail,default",
               "hostname" => "box", "pid" => "42", "started_at" => Time.now.to_i.to_s, "current_jobs" => running}
       web_store.beat("box:42", Jiggler::Payload.dump(info), 60)
@@ -219,6 +219,14 @@ describe Jiggler::Web do
       assert_nil last_response["set-cookie"]
     end
 
+    it "names the CSRF cookie __Host- over HTTPS, secure and for path /, and accepts the forms it goes with" do
+      get "https://example.org/queues"
+      assert_match(/\A__Host-jiggler_csrf=[\w-]+=*; path=\/; httponly; samesite=strict; secure\z/, last_response["set-cookie"])
+      token = body[/name="csrf-token" content="([^"]+)"/, 1]
+      post "https://example.org/queues/mail/pause", {"authenticity_token" => token}, "HTTP_SEC_FETCH_SITE" => "same-origin"
+      assert_equal [303, ["mail"]], [last_response.status, web_store.paused_queues]
+    end
+
     it "sends a CSP whose nonce is on the script tag, nosniff and no caching" do
       get "/"
       nonce = last_response["content-security-policy"][/'nonce-([^']+)'/, 1]
@@ -254,12 +262,25 @@ describe Jiggler::Web do
       assert_empty web_store.queue_sizes
     end
 
-    it "deletes one job of a queue, by its payload" do
-      doomed, kept = payload, payload
+    it "deletes one job of a queue, named in its form by a digest instead of its payload" do
+      doomed, kept = payload(args: ["x" * 100_000]), payload
       web_store.push("default", [doomed, kept])
-      post_form "/queues/default/delete", {"payload" => doomed, "page" => "1"}
+      get "/queues/default"
+      assert_operator body.bytesize, :<, 20_000, "the page embeds no whole payload"
+      digest = body[/name="digest" value="(\h{64})"/, 1]
+      post_form "/queues/default/delete", {"digest" => digest, "page" => "1"}
       assert_redirected_to "/queues/default?page=1"
       assert_equal [kept], web_store.queue_entries("default")
+    end
+
+    it "deletes a job that moved to the page before since its page was shown" do
+      jobs = Array.new(30) { |index| payload(args: [index]) }
+      web_store.push("default", jobs)
+      digest = Jiggler::Web::Entry.digest(jobs[27])
+      3.times { web_store.delete_queue_entry("default", web_store.queue_entries("default", limit: 1).first) } # ran
+      post_form "/queues/default/delete", {"digest" => digest, "page" => "2"}
+      refute_includes web_store.queue_entries("default", limit: 100), jobs[27]
+      assert_equal 26, web_store.queue_sizes["default"]
     end
   end
 

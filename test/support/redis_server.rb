@@ -8,27 +8,31 @@ require "fileutils"
 # A private redis-server on a free loopback port. `RedisServer.instance` is the suite's shared one, started once and
 # stopped after the run; tests that break Redis (restart it, stall it) start one of their own with `new.start`.
 class RedisServer
-  attr_reader :port, :dir
+  attr_reader :port, :dir, :pid
 
   def self.instance
     @instance ||= new.start
   end
 
   # @parameter appendonly [Boolean] keep an append-only file (fsync on every write) so data survives a restart.
-  def initialize(appendonly: false)
+  # @parameter args [Array(String)] more redis-server arguments (--replicaof, --cluster-enabled, --sentinel).
+  # @parameter config_file [String | Nil] a config file to start from (a sentinel needs one it can rewrite).
+  def initialize(appendonly: false, args: [], config_file: nil)
+    @config_file = config_file
     @dir = Dir.mktmpdir("jiggler-redis")
     @port = Ports.free_port
     @appendonly = appendonly
+    @args = args
   end
 
   def url = "redis://127.0.0.1:#{@port}/0"
 
   def start
     binary = ENV.fetch("REDIS_SERVER", "redis-server")
-    @pid = Process.spawn(binary, "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
+    @pid = Process.spawn(binary, *@config_file, "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
       "--appendonly", @appendonly ? "yes" : "no", "--appendfsync", "always", "--loglevel", "warning",
       "--enable-debug-command", "local", # DEBUG SLEEP stalls Redis in fault tests
-      out: File::NULL, err: File::NULL)
+      *@args, out: File::NULL, err: File::NULL)
     wait_until_ready
     # Minitest runs the tests from an at_exit hook; stop only after they are done.
     Minitest.after_run { stop } unless @cleanup_registered
@@ -45,6 +49,16 @@ class RedisServer
   rescue Errno::ESRCH, Errno::ECHILD
     @pid = nil
   end
+
+  # Ends the server with SIGKILL, as a crash would: no goodbye to replicas or clients.
+  def kill
+    Process.kill("KILL", @pid)
+    Process.wait(@pid)
+    @pid = nil
+  end
+
+  # A new connection to this server.
+  def client = RedisClient.new(host: "127.0.0.1", port: @port)
 
   # Stops and starts again on the same port and data directory.
   def restart

@@ -42,7 +42,7 @@ module Jiggler
         puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
         0
       rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
-        warn("jiggler: #{error.message}")
+        warn("jiggler: #{Config::Rules.redact(error.message)}") # a Redis URL may carry a password
         1
       end
 

@@ -1,12 +1,22 @@
 # frozen_string_literal: true
 
+require "uri"
+
 module Jiggler
   class Config
     # What each setting accepts. `check` returns the value in its normal form or raises InvalidError.
     module Rules
       MODES = %i[at_least_once at_most_once].freeze
-      QUEUE_NAME = /\A[^\s|{}]+\z/
-      REDIS_URL = %r{\A(redis|rediss|unix)://.+}
+      # Worker fibers per process at most: each has a stack of its own, and more than this would wait on the store's
+      # connections and the CPU rather than run.
+      CONCURRENCY_MAX = 10_000
+      # Queue names: printable UTF-8 without whitespace or control characters, and without '|' (it joins a batch's
+      # queue and class) or braces (Redis hash tags); short enough for keys, logs and URLs.
+      QUEUE_NAME = /\A[[:graph:]&&[^|{}]]{1,128}\z/
+      QUEUE_NAME_RULE = "a queue name: 1 to 128 printable characters of valid UTF-8, without spaces, '|' or braces"
+      REDIS_URL = %r{\A(redis|rediss|unix|redis\+sentinel)://.+}
+      # The credentials of a URL in a text: everything from `scheme://` to the last `@` of the word.
+      CREDENTIALS = %r{(\b[a-z][a-z0-9+.-]*://)\S*@}i
 
       module_function
 
@@ -14,20 +24,43 @@ module Jiggler
       # @raises [InvalidError]
       def check(key, value)
         case key
-        when :client_concurrency, :concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
+        when :concurrency then concurrency(value)
+        when :client_concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
         when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention,
           :metrics_retention
           positive_number(key, value)
         when :client_async, :poller_enabled, :metrics then boolean(key, value)
-        when :environment, :require, :config_file, :sqlite_path then optional_string(key, value)
+        when :environment, :require, :config_file then optional_string(key, value)
+        when :sqlite_path then sqlite_path(value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then redis_url(value)
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
         when :mode then mode(value)
+        when :processes then processes(value)
         else raise InvalidError, unknown_key_message(key)
         end
+      end
+
+      # Reads a setting's default from an environment variable, checked like the setting.
+      # @parameter key [Symbol] the setting.
+      # @parameter variable [String] the variable's name, which the error names.
+      # @returns [Object | Nil] the checked value; nil when the variable is unset.
+      # @raises [InvalidError]
+      def from_env(key, variable)
+        value = ENV[variable] or return nil
+        check(key, value)
+      rescue InvalidError => error
+        raise InvalidError, error.message.sub("config[:#{key}]", variable)
+      end
+
+      # Whether a value is a queue name by QUEUE_NAME: every way a name comes in (job options, with_options, settings,
+      # the command line, YAML) asks this.
+      # @parameter name [Object]
+      def queue_name?(name)
+        name.is_a?(String) && name.valid_encoding? && (name.encoding == Encoding::UTF_8 || name.ascii_only?) &&
+          QUEUE_NAME.match?(name)
       end
 
       # Normalizes a list of queues to `[name, priority]` pairs, highest priority first (ties keep their order).
@@ -47,15 +80,42 @@ module Jiggler
       def queue_pair(entry)
         name, priority = entry.is_a?(Array) ? entry : [entry, 0]
         name = name.to_s if name.is_a?(Symbol)
-        unless name.is_a?(String) && QUEUE_NAME.match?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
-          fail!(:queues, "names without spaces, '|' or braces, or [name, Integer priority] pairs", entry)
+        unless queue_name?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
+          fail!(:queues, "names (#{QUEUE_NAME_RULE}), or [name, Integer priority] pairs", entry)
         end
         [name, priority]
       end
 
       def redis_url(value)
-        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value))
-        fail!(:redis_url, "a redis://, rediss:// or unix:// URL", value)
+        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value) && uri?(value))
+        raise InvalidError, "config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got #{redact(value.inspect)})"
+      end
+
+      # A text with the credentials of every URL in it replaced by "***", for messages and logs.
+      # @parameter text [String]
+      # @returns [String]
+      def redact(text) = text.to_s.gsub(CREDENTIALS, '\1***@')
+
+      # A Sentinel URL lists several hosts, which URI does not parse: Store::Redis::SentinelURL checks its form.
+      def uri?(value)
+        return true if value.start_with?("redis+sentinel://")
+        URI.parse(value)
+        true
+      rescue URI::InvalidURIError
+        false
+      end
+
+      # A file that other processes open too: "" and ":memory:" would give each connection a private database, so jobs
+      # enqueued there would never run.
+      def sqlite_path(value)
+        return value if value.nil? || (value.is_a?(String) && !value.strip.empty? && value != ":memory:")
+        fail!(:sqlite_path, "a non-empty String naming a file (not \":memory:\", a database no other process sees)", value)
+      end
+
+      def processes(value)
+        return "auto" if value.to_s == "auto"
+        return value if value.is_a?(Integer) && value.positive?
+        fail!(:processes, "a positive Integer or \"auto\" (one per core)", value)
       end
 
       def synchronous(value)
@@ -67,6 +127,11 @@ module Jiggler
         mode = value.is_a?(String) ? value.to_sym : value
         return mode if MODES.include?(mode)
         fail!(:mode, "one of #{MODES.map(&:inspect).join(", ")}", value)
+      end
+
+      def concurrency(value)
+        return value if value.is_a?(Integer) && value.between?(1, CONCURRENCY_MAX)
+        fail!(:concurrency, "a positive Integer up to #{CONCURRENCY_MAX}", value)
       end
 
       def positive_integer(key, value)

@@ -18,7 +18,7 @@ module Jiggler
       # @raises [InvalidError] when the file is missing, is not valid YAML, or is not a mapping.
       def load(path, environment)
         data = parse(path)
-        settings = data.reject { |key, value| section?(key, value) }
+        settings = data.reject { |key, value| section?(key, value, path) }
         section = data[environment]
         if section.is_a?(Hash)
           odd = section.keys.reject { |key| key.is_a?(String) }
@@ -32,8 +32,7 @@ module Jiggler
         # Loaded here, not with the gem: a process without a config file is spared psych's memory (about 1.2 MB).
         require "erb"
         require "yaml"
-        text = ERB.new(::File.read(path)).result
-        data = YAML.safe_load(text, aliases: true) || {}
+        data = YAML.safe_load(evaluate(path, ::File.read(path)), aliases: true) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
         odd = data.keys.reject { |key| key.is_a?(String) }
         raise InvalidError, "config file #{path} has keys that are not setting names: #{odd.map(&:inspect).join(", ")}" if odd.any?
@@ -44,9 +43,25 @@ module Jiggler
         raise InvalidError, "config file #{path} is not valid YAML: #{error.message}"
       end
 
-      # A top-level mapping under a key that is not a setting is an environment section.
-      def section?(key, value)
-        value.is_a?(Hash) && !DEFAULTS.key?(key.to_sym)
+      # Runs the file's ERB; what it raises is reported with the file's name and the line.
+      def evaluate(path, text)
+        erb = ERB.new(text)
+        erb.filename = path
+        erb.result
+      rescue SyntaxError => error
+        raise InvalidError, "config file #{path} has an ERB syntax error: #{error.message.lines.first.strip}"
+      rescue StandardError, ScriptError => error
+        line = error.backtrace_locations&.find { |location| location.path == path }&.lineno
+        raise InvalidError, "config file #{path}: ERB at line #{line || "?"} raised #{error.class}: #{error.message.lines.first&.strip}"
+      end
+
+      # A top-level mapping under a key that is not a setting is an environment section, when it is empty or sets at
+      # least one setting; any other (`concurency: {a: 1}`) is a mistyped setting, refused rather than ignored.
+      def section?(key, value, path)
+        return false unless value.is_a?(Hash) && !DEFAULTS.key?(key.to_sym)
+        return true if value.empty? || value.keys.any? { |name| DEFAULTS.key?(name.to_s.to_sym) }
+        raise InvalidError, "config file #{path} has #{key.inspect}, which is neither a setting nor an environment section of settings " \
+          "(#{value.keys.first(5).map(&:inspect).join(", ")} are not settings); known settings: #{DEFAULTS.keys.join(", ")}"
       end
     end
   end

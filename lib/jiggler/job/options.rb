@@ -44,8 +44,8 @@ module Jiggler
 
       def queue_name!(key, value)
         name = value.is_a?(Symbol) ? value.to_s : value
-        return if name.is_a?(String) && Config::Rules::QUEUE_NAME.match?(name)
-        raise ArgumentError, "#{key} must be a queue name without spaces, '|' or braces (got #{value.inspect})"
+        return if Config::Rules.queue_name?(name)
+        raise ArgumentError, "#{key} must be #{Config::Rules::QUEUE_NAME_RULE} (got #{value.inspect[0, 200]})"
       end
 
       def seconds!(key, value)

@@ -11,6 +11,7 @@ module Jiggler
       BACKTRACE_LINES = 20
       MESSAGE_LIMIT = 2_000
       DEFAULT_RETRIES = 25
+      DELAY_ATTEMPTS = 100
 
       module_function
 
@@ -42,9 +43,11 @@ module Jiggler
       end
 
       # Seconds before retry number `attempt` (1-based): attempt**4 + 15 plus up to 10 * attempt of jitter, so that
-      # jobs failing together do not all come back together.
+      # jobs failing together do not all come back together. Attempts past DELAY_ATTEMPTS (a payload's attempt field
+      # may hold any number) wait as long as that one, about three years: a larger count would make the retry's score
+      # Infinity, and the job would never be due.
       def delay(attempt)
-        count = attempt - 1
+        count = attempt.clamp(1, DELAY_ATTEMPTS) - 1
         count**4 + 15 + rand(10 * (count + 1))
       end
 

@@ -17,6 +17,8 @@ module Jiggler
       REPORT_INTERVAL = 1.0
       # The signal each request taken from the store becomes.
       SIGNALS = {"quiet" => "TSTP", "stop" => "TERM"}.freeze
+      # How much of a running job's arguments a heartbeat carries, as JSON text.
+      ARGS_LIMIT = 2_048
 
       # @parameter store [Store::Redis | Store::SQLite] a store on a connection of its own (used from this thread only).
       # @parameter identity [Identity]
@@ -38,6 +40,7 @@ module Jiggler
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
         @stopping = false
+        @summaries = {}
       end
 
       # Beats once now, then every interval on a background thread.
@@ -92,9 +95,13 @@ module Jiggler
       end
 
       # Waits `seconds`, or less when `stop` is called; returns whether it was.
+      # A wait may end early (a spurious wakeup): it goes on until the time has passed, so a beat never comes early.
       def stopped_after?(seconds)
+        deadline = monotonic + seconds
         @mutex.synchronize do
-          @wakeup.wait(@mutex, seconds) unless @stopping
+          until @stopping || (left = deadline - monotonic) <= 0
+            @wakeup.wait(@mutex, left)
+          end
           @stopping
         end
       end
@@ -105,7 +112,7 @@ module Jiggler
 
       def beat
         @next_beat = monotonic + @interval
-        report(@workers.current_jobs)
+        report(running)
         @store.take_signals(@identity.id).each { |request| obey(request) }
         write_metrics
       end
@@ -130,7 +137,7 @@ module Jiggler
 
       # Reports the running jobs again when they are not the ones reported last.
       def report_changes
-        jobs = @workers.current_jobs
+        jobs = running
         report(jobs) unless jobs.keys == @reported
       end
 
@@ -148,6 +155,22 @@ module Jiggler
       end
 
       def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+      # The running jobs by in-flight field, each as a summary of a bounded size made once per job: a heartbeat must
+      # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).
+      def running
+        @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries[field] || summarize(work)] }
+      end
+
+      # @returns [Hash] queue, class, jid, args (JSON text cut to ARGS_LIMIT) and run_at (epoch seconds).
+      def summarize(work)
+        job = Payload.load(work["payload"])
+        args = Payload.dump(job["args"])
+        args = "#{args[0, ARGS_LIMIT]}…" if args.length > ARGS_LIMIT
+        {"queue" => work["queue"], "class" => job["name"], "jid" => job["jid"], "args" => args, "run_at" => work["run_at"]}
+      rescue Payload::MalformedError, JSON::GeneratorError # sent to the dead set by its worker
+        {"queue" => work["queue"], "class" => "(unreadable)", "jid" => nil, "args" => "", "run_at" => work["run_at"]}
+      end
     end
   end
 end

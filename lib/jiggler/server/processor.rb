@@ -75,6 +75,19 @@ module Jiggler
         end
         keep_failure(job) if dead
         record
+      rescue JSON::GeneratorError => problem
+        unwritable(fetched, job, error, problem)
+      end
+
+      # A job that was read but cannot be written back (a number like 1e400 reads as Infinity, which JSON cannot
+      # write) goes to the dead set as it was stored; the log says why.
+      def unwritable(fetched, job, error, problem)
+        @logger.error do
+          "dead: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}: #{error.class}: #{error.message}; its failure " \
+            "cannot be written on the job (#{problem.message}: a number beyond Float's range, like 1e400, reads as " \
+            "Infinity), so it goes to the dead set as it was stored"
+        end
+        Failure.malformed(fetched, problem, Time.now.to_f)
       end
 
       # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.

@@ -51,9 +51,10 @@ module Jiggler
         "Redis #{@config&.server_url || "(custom pool)"} namespace #{@keys.namespace.inspect}"
       end
 
-      # Raises ConnectionError unless the store answers.
+      # Raises ConnectionError unless the store answers for this namespace's keys (on Redis Cluster, only the node
+      # holding their slot does).
       def ping
-        with { |redis| redis.call("PING") }
+        with { |redis| redis.call("EXISTS", @keys.queues) }
       end
 
       # Appends jobs to a queue; idle servers are woken.
@@ -213,6 +214,13 @@ module Jiggler
         @pool.public_send(@checkout, &block)
       rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
         raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
+      rescue ::RedisClient::CommandError => error
+        if error.message.start_with?("MOVED ", "ASK ")
+          raise ConnectionError, "namespace #{@keys.namespace.inspect} lives on Redis Cluster node #{error.message.split[2]}, " \
+            "not on #{@config&.server_url || "this node"}: point redis_url at that node"
+        end
+        raise unless %w[WRONGPASS NOAUTH].include?(error.code) # a wrong or missing password, as unusable as no Redis
+        raise ConnectionError, "Redis #{@config&.server_url || ""} refused the connection (check the password in its URL): #{error.message}"
       end
 
       private

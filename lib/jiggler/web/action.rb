@@ -34,10 +34,10 @@ module Jiggler
       # @returns [Hash(String, String | Array | Hash)]
       def url_params = @url_params ||= request.params
 
-      # One parameter as a String ("" when missing or not a String).
+      # One parameter as a UTF-8 String ("" when missing or not a String; bytes that are not UTF-8 become U+FFFD).
       def param(name)
         value = url_params[name]
-        value.is_a?(String) ? value : ""
+        value.is_a?(String) ? value.dup.force_encoding(Encoding::UTF_8).scrub : ""
       end
 
       # The page number asked for with `?page=`, at least 1.
@@ -74,9 +74,10 @@ module Jiggler
       def render(view) = instance_exec(&Templates.fetch(view))
 
       # The absolute path of a page of the app.
-      # @parameter path [String] e.g. "/queues"; segments given separately are escaped, and so is the query.
+      # @parameter path [String] e.g. "/queues"; segments given separately are escaped (see Router.segment), and so
+      #   is the query.
       def url(path, *segments, **query)
-        location = [mount_path.chomp("/") + path, *segments.map { |segment| ::Rack::Utils.escape_path(segment.to_s).gsub("/", "%2F") }].join("/")
+        location = [mount_path.chomp("/") + path, *segments.map { |segment| Router.segment(segment.to_s) }].join("/")
         query.empty? ? location : "#{location}?#{::Rack::Utils.build_query(query.transform_keys(&:to_s))}"
       end
 

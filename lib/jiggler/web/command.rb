@@ -17,8 +17,8 @@ module Jiggler
         load_app(options[:require]) if options[:require]
         serve(options)
         0
-      rescue OptionParser::ParseError, LoadError, Store::ConnectionError => error
-        warn("jiggler web: #{error.message}")
+      rescue OptionParser::ParseError, LoadError, Config::InvalidError, Store::ConnectionError => error
+        warn("jiggler web: #{Config::Rules.redact(error.message)}")
         1
       end
 

@@ -9,16 +9,20 @@ module Jiggler
     # Cross-site request forgery protection without a session: a random secret lives in an HttpOnly, SameSite=Strict
     # cookie, and every form carries it masked with a fresh one-time pad (so the page never shows the same bytes
     # twice). A POST is accepted only when the form's token unmasks to the cookie's secret. Another site can neither
-    # read the cookie nor the page, so it cannot build a form that passes.
+    # read the cookie nor the page, so it cannot build a form that passes. Over HTTPS the cookie is named with the
+    # `__Host-` prefix, which browsers accept only from the host itself, secure, for path "/": a subdomain or a plain
+    # HTTP response cannot plant a secret of its own.
     class CSRF
       COOKIE = "jiggler_csrf"
+      SECURE_COOKIE = "__Host-#{COOKIE}"
       FIELD = "authenticity_token"
       SIZE = 32
 
       # @parameter request [Rack::Request]
       def initialize(request)
         @request = request
-        @secret = decode(request.cookies[COOKIE])
+        @name = request.ssl? ? SECURE_COOKIE : COOKIE
+        @secret = decode(request.cookies[@name])
         @secret = nil unless @secret&.bytesize == SIZE
       end
 
@@ -39,11 +43,11 @@ module Jiggler
       end
 
       # The set-cookie header value to send when a new secret was made, else nil.
-      # @parameter path [String] the app's mount point.
+      # @parameter path [String] the app's mount point (over HTTPS "/", as the prefix requires).
       def cookie(path)
         return unless @new_secret
-        secure = @request.ssl? ? "; secure" : ""
-        "#{COOKIE}=#{[@new_secret].pack("m0").tr("+/", "-_")}; path=#{path}; httponly; samesite=strict#{secure}"
+        path, secure = "/", "; secure" if @request.ssl?
+        "#{@name}=#{[@new_secret].pack("m0").tr("+/", "-_")}; path=#{path}; httponly; samesite=strict#{secure}"
       end
 
       private

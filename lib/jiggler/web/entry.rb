@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require "digest"
 require_relative "../payload"
 
 module Jiggler
@@ -9,6 +10,9 @@ module Jiggler
     # the scheduled, retry and dead sets their score. A set entry is named in URLs and forms by its key,
     # "<score>-<jid>", which the store finds again with `set_entry`.
     class Entry
+      # Scores a set may hold (Float#to_s writes them so, and Float() does not read them back).
+      INFINITE = {"Infinity" => Float::INFINITY, "-Infinity" => -Float::INFINITY}.freeze
+
       attr_reader :payload, :score, :job
 
       # @parameter payload [String] as stored.
@@ -27,11 +31,16 @@ module Jiggler
       # @returns [Array(Float, String) | Nil] nil when the key is not one.
       def self.parse_key(key)
         score, _, jid = key.to_s.rpartition("-")
-        number = Float(score, exception: false)
-        [number, jid] if number&.finite? && jid.match?(/\A[\w.]+\z/)
+        number = INFINITE.fetch(score) { Float(score, exception: false) }
+        [number, jid] if number && !number.nan? && jid.match?(/\A[\w.]+\z/)
       end
 
       def key = "#{score}-#{jid}"
+
+      # Names a queue entry in a form without the payload, which may be megabytes: its SHA-256, in hex.
+      def self.digest(payload) = Digest::SHA256.hexdigest(payload.to_s)
+
+      def digest = Entry.digest(payload)
 
       def jid = job&.fetch("jid")
 

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "erb"
 require "rack/utils"
 
 module Jiggler
@@ -10,6 +11,19 @@ module Jiggler
     class Router
       # A route: its method, the pattern compiled to a Regexp, and the block to run.
       Route = Struct.new(:verb, :pattern, :block)
+      # A segment of only dots, which clients resolve away ("/queues/../pause" is "/pause", "%2E%2E" too), is sent
+      # with this after it; no queue name holds it, so the router takes it off again.
+      DOTS = /\A\.{1,2}\|\z/
+      private_constant :DOTS
+
+      # A value as one path segment: everything but unreserved characters percent-encoded ("a?b" -> "a%3Fb",
+      # "/" -> "%2F"), and "." and ".." marked so that they stay segments.
+      # @parameter value [String]
+      # @returns [String]
+      def self.segment(value)
+        value = "#{value}|" if value.match?(/\A\.{1,2}\z/)
+        ERB::Util.url_encode(value)
+      end
 
       def initialize
         @routes = []
@@ -49,7 +63,10 @@ module Jiggler
       end
 
       def decode(found)
-        found.named_captures.transform_values { |value| ::Rack::Utils.unescape_path(value).force_encoding(Encoding::UTF_8).scrub }
+        found.named_captures.transform_values do |value|
+          value = ::Rack::Utils.unescape_path(value).force_encoding(Encoding::UTF_8).scrub
+          value.match?(DOTS) ? value.chomp("|") : value
+        end
       end
     end
   end

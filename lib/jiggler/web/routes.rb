@@ -3,6 +3,7 @@
 require_relative "router"
 require_relative "stats"
 require_relative "entry"
+require_relative "filter"
 require_relative "assets"
 require_relative "prometheus"
 require_relative "chart"
@@ -82,7 +83,8 @@ module Jiggler
           redirect("/queues")
         end
         router.post("/queues/:name/delete") do
-          store.delete_queue_entry(route_params["name"], param("payload"))
+          payload = Routes.queue_entry(store, route_params["name"], param("digest"), page)
+          store.delete_queue_entry(route_params["name"], payload) if payload
           redirect("/queues", route_params["name"], page: page)
         end
       end
@@ -91,10 +93,9 @@ module Jiggler
         router.get("/:set") do
           set = SETS[route_params["set"]] || not_found
           filter = param("filter").strip
-          rows = store.set_entries(set, limit: PER_PAGE + 1, offset: (page - 1) * PER_PAGE,
-            filter: (filter unless filter.empty?), reverse: set == :dead)
-          entries = rows.first(PER_PAGE).map { |payload, score| Entry.new(payload, score) }
-          erb(:set, locals: {set: set, filter: filter, entries: entries, more: rows.size > PER_PAGE})
+          search = Filter.new(store, set, filter, reverse: set == :dead) unless filter.empty?
+          entries = Routes.set_page(store, set, search, page)
+          erb(:set, locals: {set: set, filter: filter, search: search, entries: entries.first(PER_PAGE), more: entries.size > PER_PAGE})
         end
         router.get("/:set/:key") do
           set = SETS[route_params["set"]] || not_found
@@ -132,6 +133,21 @@ module Jiggler
       # @returns [Array(String)] the path and its segments, for `redirect`.
       def self.back_to_queue(action)
         (action.param("from") == "queue") ? ["/queues", action.route_params["name"]] : ["/queues"]
+      end
+
+      # A page of a set's entries, filtered by `search` when there is one, with one more entry to tell if there are more.
+      # @returns [Array(Entry)]
+      def self.set_page(store, set, search, page)
+        offset = (page - 1) * PER_PAGE
+        return search.entries(offset: offset, limit: PER_PAGE + 1) if search
+        store.set_entries(set, limit: PER_PAGE + 1, offset: offset, reverse: set == :dead).map { |payload, score| Entry.new(payload, score) }
+      end
+
+      # The payload with this digest on a page of a queue, or on the page before it: jobs run from the head, so an entry
+      # only moves towards the front. nil when it is gone.
+      def self.queue_entry(store, name, digest, page)
+        offset = [(page - 2) * PER_PAGE, 0].max
+        store.queue_entries(name, limit: 2 * PER_PAGE, offset: offset).find { |payload| Entry.digest(payload) == digest }
       end
 
       # A job's recorded events, on a store that keeps them (SQLite); nil elsewhere.

@@ -31,7 +31,7 @@ module Jiggler
       # @returns [Array(Hash)] name, size, latency (seconds the next job has waited) and paused.
       def queues
         @queues ||= begin
-          sizes = @store.queue_sizes
+          sizes = @store.queue_sizes.select { |name, _| name.is_a?(String) } # a row another writer left without a queue
           paused = @store.paused_queues
           (sizes.keys | paused).sort.map do |name|
             {"name" => name, "size" => sizes.fetch(name, 0), "latency" => latency(name), "paused" => paused.include?(name)}
@@ -63,8 +63,12 @@ module Jiggler
         0.0
       end
 
-      # Seconds since an epoch time, never below 0 (another machine's clock may be ahead).
-      def waited_since(epoch) = [Time.now.to_f - epoch, 0.0].max.round(3)
+      # Seconds since an epoch time, never below 0 (another machine's clock may be ahead); 0 for a time that is not a
+      # finite number.
+      def waited_since(epoch)
+        waited = Time.now.to_f - epoch.to_f
+        waited.finite? ? [waited, 0.0].max.round(3) : 0.0
+      end
     end
   end
 end

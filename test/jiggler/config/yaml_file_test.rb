@@ -43,6 +43,25 @@ describe Jiggler::Config::YAMLFile do
     ENV["JIGGLER_TEST_CONCURRENCY"] = with_value
   end
 
+  it "reports ERB that raises as an ERB error, naming the file and the line, in one line" do
+    path = write("concurrency: 5\ntimeout: <%= ENV.fetch(\"JIGGLER_TEST_NO_SUCH_VARIABLE\") %>\n")
+    error = assert_invalid(path)
+    assert_equal "config file #{path}: ERB at line 2 raised KeyError: key not found: \"JIGGLER_TEST_NO_SUCH_VARIABLE\"", error.message
+  end
+
+  it "reports an ERB syntax error as one, not as invalid YAML" do
+    path = write("concurrency: 5\ntimeout: <%= 1 + %>\n")
+    error = assert_invalid(path)
+    assert_match(/\Aconfig file #{Regexp.escape(path)} has an ERB syntax error: #{Regexp.escape(path)}:2: syntax error/, error.message)
+    assert_equal 1, error.message.lines.size
+  end
+
+  it "refuses a top-level mapping that is neither a setting nor a section of settings" do
+    error = assert_invalid(write("concurrency: 5\nconcurency:\n  a: 1\n"))
+    assert_includes error.message, %("concurency", which is neither a setting nor an environment section of settings ("a" are not settings))
+    assert_equal({concurrency: 5}, load("concurrency: 5\nstaging: {}\nproduction:\n  concurrency: 1\n  nope: 2\n"))
+  end
+
   it "lets the current environment's section override top-level values" do
     text = "concurrency: 5\ntimeout: 10\nproduction:\n  concurrency: 20\n  queues: [critical]\n"
     assert_equal({concurrency: 20, timeout: 10, queues: ["critical"]}, load(text, "production"))

@@ -101,6 +101,14 @@ describe Jiggler::Server::Failure do
     end
   end
 
+  it "keeps the delay finite whatever the attempt count, so the retry is due one day" do
+    longest = 99**4 + 15 + 10 * 100 - 1
+    [100, 101, 10**6, 10**400].each { |attempt| assert_operator delays(attempt).max, :<=, longest, "attempt #{attempt}" }
+    _, where, score, _ = record(job("retries" => 10**401, "attempt" => 10**400))
+    assert_equal "retry", where
+    assert_predicate score, :finite?
+  end
+
   it "jitters delays so that jobs failing together come back apart" do
     assert_operator delays(3).uniq.size, :>, 20
   end

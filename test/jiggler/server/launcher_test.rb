@@ -208,8 +208,7 @@ describe "jiggler server" do
       assert_equal 1, info["current_jobs"].size
       current = info["current_jobs"].values.first
       assert_equal "slow", current["queue"]
-      payload = JSON.parse(current["payload"])
-      assert_equal ["SlowJob", jid, ["long", 30]], payload.values_at("name", "jid", "args")
+      assert_equal ["SlowJob", jid, ["long", 30]], [current["class"], current["jid"], JSON.parse(current["args"])]
     end
 
     it "counts processed jobs and failures" do

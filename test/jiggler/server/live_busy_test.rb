@@ -43,7 +43,7 @@ describe "live running jobs" do
 
   it "reports changing jobs at most about once a second" do
     start_slow_beating_server("-c", "2")
-    SlowJob.enqueue_bulk((1..60).map { |n| [n, 0.05] })
+    SlowJob.enqueue_bulk((1..120).map { |n| [n, 0.05] }) # about 3 s of changing jobs on 2 workers
     beats = []
     deadline = now + 3
     while now < deadline

@@ -41,6 +41,22 @@ describe Jiggler::Web::CSRF do
     refute Jiggler::Web::CSRF.new(request(cookie: "YWJj", token: "YWJj")).valid?
   end
 
+  it "names the cookie with the __Host- prefix over HTTPS: secure, for path /, and read back under that name" do
+    https = ->(cookie: nil, token: nil) do
+      env = Rack::MockRequest.env_for("https://example.test/jiggler/", method: "POST", params: token ? {"authenticity_token" => token} : {})
+      env["HTTP_COOKIE"] = cookie if cookie
+      Rack::Request.new(env)
+    end
+    csrf = Jiggler::Web::CSRF.new(https.call)
+    token = csrf.token
+    cookie = csrf.cookie("/jiggler/")
+    assert_match(/\A__Host-jiggler_csrf=[\w-]+=*; path=\/; httponly; samesite=strict; secure\z/, cookie)
+    pair = cookie.split(";").first
+    assert Jiggler::Web::CSRF.new(https.call(cookie: pair, token: token)).valid?
+    refute Jiggler::Web::CSRF.new(https.call(cookie: pair.delete_prefix("__Host-"), token: token)).valid?, "not the plain cookie"
+    assert_match(/\Ajiggler_csrf=.*; path=\/jiggler\/; httponly; samesite=strict\z/, Jiggler::Web::CSRF.new(request).tap(&:token).cookie("/jiggler/"))
+  end
+
   it "sets a cookie only when it made a new secret" do
     cookie, _ = issue
     existing = Jiggler::Web::CSRF.new(request(cookie: cookie))

@@ -47,7 +47,7 @@ describe "Jiggler::Web on the SQLite store" do
     web_store.push("default", [doomed, kept])
     post_form "/queues/default/pause"
     assert_equal ["default"], web_store.paused_queues
-    post_form "/queues/default/delete", {"payload" => doomed}
+    post_form "/queues/default/delete", {"digest" => Jiggler::Web::Entry.digest(doomed)}
     post_form "/queues/default/resume"
     assert_equal [[], [kept]], [web_store.paused_queues, web_store.queue_entries("default")]
   end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "redis-client"
+require_relative "sentinel_url"
 
 module Jiggler
   module Store
@@ -27,9 +28,10 @@ module Jiggler
 
         module_function
 
-        # @parameter url [String] a redis://, rediss:// or unix:// URL.
+        # @parameter url [String] a redis://, rediss://, unix:// or redis+sentinel:// (see SentinelURL) URL.
         # @returns [RedisClient::Config]
         def config(url)
+          return SentinelURL.new(url).config(reconnect_attempts: 0, **TIMEOUTS) if SentinelURL.match?(url)
           ::RedisClient.config(url: url, reconnect_attempts: 0, **TIMEOUTS)
         end
 

@@ -64,7 +64,8 @@
     const rows = queues.map((queue) => {
       const row = document.createElement("tr");
       const link = document.createElement("a");
-      link.href = body.dataset.base + "/" + encodeURIComponent(queue.name);
+      // A name of only dots gets a "|" after it, as the server writes it: the browser would resolve ".." away.
+      link.href = body.dataset.base + "/" + encodeURIComponent(/^\.{1,2}$/.test(queue.name) ? queue.name + "|" : queue.name);
       link.textContent = queue.name;
       const cells = [link, number(queue.size), duration(queue.latency), queue.paused ? "paused" : "running"];
       cells.forEach((content, index) => {

@@ -1,0 +1,63 @@
+# frozen_string_literal: true
+
+require_relative "../reliability/helper"
+require "support/redis_cluster"
+require "support/store_contract"
+require "rack/mock"
+require "jiggler/web"
+
+# A real Redis Cluster of three masters, started once for this file.
+module ClusterUnderTest
+  def self.instance
+    @instance ||= RedisCluster.new.start.tap { |cluster| Minitest.after_run { cluster.stop } }
+  end
+end
+
+# Every store operation, and so every Lua script, on the cluster node that holds the namespace's slot.
+describe "Jiggler::Store::Redis on Redis Cluster" do
+  include StoreContract
+
+  def build_store
+    Jiggler.configure { |config| config[:redis_url] = ClusterUnderTest.instance.owner_url(@namespace) }
+    Jiggler::Store.client(Jiggler.config)
+  end
+end
+
+describe "jiggler on Redis Cluster" do
+  include ReliabilityHelper
+
+  def cluster = ClusterUnderTest.instance
+
+  def setup
+    super
+    Jiggler.configure { |config| config[:redis_url] = cluster.owner_url(@namespace) }
+  end
+
+  it "runs jobs end to end with a real server, and the dashboard's pages answer" do
+    server = start_reliable("-c", "5", redis_url: cluster.owner_url(@namespace))
+    Reliability::RecordJob.enqueue_bulk((1..200).map { |index| ["c#{index}"] })
+    Reliability::RecordJob.enqueue_in(0.5, "later")
+    wait_for(message: "every job to run") { recorded.count { |entry| entry.start_with?("run:") } == 201 }
+    assert_equal ((1..200).map { |index| "run:c#{index}" } + ["run:later"]).sort, recorded.sort
+
+    web = Rack::MockRequest.new(Jiggler::Web.new)
+    ["/", "/stats", "/busy", "/queues", "/queues/default", "/scheduled", "/retries", "/dead"].each do |path|
+      response = web.get(path)
+      assert_equal 200, response.status, "#{path}: #{response.body[0, 300]}"
+    end
+    assert_includes web.get("/busy").body, server_id(server).split(":")[2], "the dashboard shows the live process"
+  end
+
+  it "refuses a node that does not hold the namespace, in one line naming the one that does" do
+    Jiggler.configure { |config| config[:redis_url] = cluster.other_url(@namespace) }
+    error = assert_raises(Jiggler::Store::ConnectionError) { Jiggler.store.ping }
+    owner = cluster.owner_url(@namespace)[%r{//([^/]+)}, 1]
+    assert_includes error.message, "namespace #{@namespace.inspect} lives on Redis Cluster node #{owner}"
+    assert_includes error.message, "point redis_url at that node"
+  end
+
+  it "places each namespace on the node of its hash tag's slot, so namespaces spread over the shards" do
+    slots = %w[app-a app-b app-c app-d app-e app-f].to_h { |namespace| [namespace, cluster.owner_url(namespace)] }
+    assert_operator slots.values.uniq.size, :>, 1, "six namespaces should not all land on one of three shards"
+  end
+end
