@@ -89,7 +89,7 @@ module Jiggler
     def [](key) = @config[key]
 
     def []=(key, value)
-      unless Config::CLIENT_KEYS.include?(key)
+      unless Config::CLIENT_KEYS.include?(Config::FormerSettings.current_name(key) || key)
         raise Config::InvalidError, "configure_client sets only #{Config::CLIENT_KEYS.join(", ")}; set #{key.inspect} with Jiggler.configure"
       end
       @config[key] = value
@@ -97,3 +97,5 @@ module Jiggler
   end
   private_constant :ClientSettings
 end
+
+require_relative "jiggler/railtie" if defined?(Rails::Railtie)

@@ -9,11 +9,12 @@ module Jiggler
       @store = store
     end
 
-    # Deletes a queue and its jobs: `prune_queue("mailers")` or `prune_queue(queue: "mailers")`.
-    def prune_queue(name = nil, queue: nil)
-      name ||= queue
-      raise ArgumentError, "prune_queue needs a queue name: prune_queue(\"default\")" if name.nil? || name.to_s.empty?
-      @store.clear_queue(name.to_s)
+    # Deletes a queue and its jobs: `prune_queue("mailers")`, `prune_queue(name: "mailers")` (jiggler 0.1.0's form)
+    # or `prune_queue(queue: "mailers")`.
+    def prune_queue(queue_name = nil, name: nil, queue: nil)
+      queue_name ||= name || queue
+      raise ArgumentError, "prune_queue needs a queue name: prune_queue(\"default\")" if queue_name.nil? || queue_name.to_s.empty?
+      @store.clear_queue(queue_name.to_s)
     end
 
     # Deletes every queue and its jobs.

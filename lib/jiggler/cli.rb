@@ -4,6 +4,7 @@ require "optparse"
 require "stringio"
 require_relative "../jiggler"
 require_relative "config/yaml_file"
+require_relative "rails/boot"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
@@ -17,6 +18,8 @@ module Jiggler
     # The first words that run an admin command (CLI::Admin) instead of a server.
     ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
+    QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
+    INTEGER = /\A[+-]?\d+\z/
     # Seconds past `timeout` a stopping server is given before it exits regardless.
     STOP_GRACE = 4.5
 
@@ -67,9 +70,9 @@ module Jiggler
           "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop   (see jiggler status -h)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
-        opts.on("-q", "--queue NAME[,PRIORITY]", "a queue to work; repeat for more; higher priority first") do |value|
-          name, priority = value.split(",", 2)
-          (flags[:queues] ||= []) << (priority ? [name, Integer(priority, exception: false) || priority] : name)
+        opts.on("-q", "--queue QUEUE1,QUEUE2", "queues to work, first listed served first (-q a,b,c);",
+          "or one queue and its priority, higher first (-q critical,10); repeat -q for more") do |value|
+          (flags[:queues] ||= []).concat(queue_flag(value))
         end
         opts.on("-p", "--processes N", "server processes to fork: a number, or auto for one per core (default 1)") do |value|
           flags[:processes] = /\A\d+\z/.match?(value) ? Integer(value) : value
@@ -85,12 +88,25 @@ module Jiggler
       end
     end
 
+    # `-q a,b,c` lists queues (jiggler 0.1.0); `-q name,INTEGER` gives one queue a priority (Sidekiq).
+    # @returns [Array(String | [String, Integer])]
+    def queue_flag(value)
+      parts = value.split(",", -1)
+      return [[parts[0], Integer(parts[1], 10)]] if parts.size == 2 && INTEGER.match?(parts[1])
+      raise StartError, "-q #{value}: #{QUEUE_FORMS}" if parts.empty? || parts.any? { |part| part.empty? || INTEGER.match?(part) }
+      Config::Rules.queues(parts)
+      parts
+    rescue Config::InvalidError => error
+      raise StartError, "-q #{value}: #{error.message}; #{QUEUE_FORMS}"
+    end
+
     def configure(flags)
       config = Jiggler.config
       verbose = flags.delete(:verbose)
       config.apply_flags(flags)
       load_config_file(config, flags[:config_file] || config[:config_file] || default_config_file)
       load_app(config[:require])
+      Rails::Boot.prepare(config) if Rails::Boot.app?
       load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
@@ -110,7 +126,7 @@ module Jiggler
       raise StartError, "nothing to load: pass the file that defines your jobs with -r FILE" unless path
       file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
       raise StartError, "cannot load #{file}: no such file" unless ::File.file?(file)
-      require ::File.expand_path(file)
+      Rails::Boot.require_app(::File.expand_path(file), Jiggler.config)
     rescue SystemExit, SignalException, StartError
       raise
     rescue Exception => error # rubocop:disable Lint/RescueException -- whatever the file raises becomes one line

@@ -22,6 +22,8 @@ module Jiggler
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
     # @returns [Array(String)] the job ids.
     def push(name, args_list, options, at: nil)
+      middleware = Jiggler.config.client_middleware
+      return push_jobs(build(name, args_list, options, at), batch: options) unless middleware.empty?
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
@@ -37,7 +39,51 @@ module Jiggler
       jids
     end
 
+    # Writes jobs given as payload Hashes, each passed through the client middleware first.
+    # @parameter jobs [Array(Hash)] "jid", "name", "args", "queue", "retries" and any other fields, with "at" (epoch
+    #   seconds) for a job to run later.
+    # @parameter batch [Hash | Nil] the options of a batch class (batch_size:, batch_interval:) the jobs are items of.
+    # @returns [Array(String | Nil)] the ids, nil for each job a middleware stopped.
+    def push_jobs(jobs, batch: nil)
+      middleware = Jiggler.config.client_middleware
+      jids = jobs.map { |job| (middleware.empty? || passes?(middleware, job)) ? job["jid"] : nil }
+      write(jobs.select.with_index { |_, index| jids[index] }, batch)
+      jids
+    end
+
+    # The payload Hashes `push` writes, one per argument list, with "at" when they run later.
+    # @returns [Array(Hash)]
+    def build(name, args_list, options, at)
+      now = Time.now.to_f
+      scheduled = at && at > now
+      job_ids(args_list.size).each_with_index.map do |jid, index|
+        job = {"jid" => jid, "args" => args_list[index], "name" => name, "queue" => options[:queue],
+               "retries" => options[:retries], "created_at" => now}
+        job["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+        job[Batch::ITEM] = true if scheduled && options[:batch_size]
+        job["at"] = at if scheduled
+        job
+      end
+    end
+
     private
+
+    # Whether the middleware let the job through (reached the end of the chain).
+    def passes?(middleware, job)
+      reached = false
+      middleware.invoke(job, job["queue"]) { reached = true }
+      reached
+    end
+
+    def write(jobs, batch)
+      now = Time.now.to_f
+      later, due = jobs.partition { |job| job["at"] && job["at"] > now }
+      @store.schedule(later.map { |job| [job.delete("at"), Payload.dump(job)] }) if later.any?
+      due.group_by { |job| [batch && job["name"], job["queue"]] }.each do |(name, queue), list|
+        payloads = list.map { |job| Payload.dump(job.except("at").merge("enqueued_at" => now)) }
+        batch&.dig(:batch_size) ? add_to_batch(name, payloads, batch.merge(queue: queue), now) : @store.push(queue, payloads)
+      end
+    end
 
     def add_to_batch(name, payloads, options, now)
       size = options[:batch_size]

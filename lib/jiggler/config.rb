@@ -2,6 +2,8 @@
 
 require_relative "error"
 require_relative "config/rules"
+require_relative "config/former_settings"
+require_relative "middleware/chain"
 
 module Jiggler
   # Jiggler's settings, shared by the client and the server.
@@ -36,6 +38,8 @@ module Jiggler
       sqlite_path: nil,
       sqlite_synchronous: "normal",
       done_retention: 3600,
+      error_handlers: [].freeze,
+      death_handlers: [].freeze,
       metrics: true,
       metrics_retention: 8 * 3600
     }.freeze
@@ -47,6 +51,9 @@ module Jiggler
       @file = {}
       @code = {}
       @flags = {}
+      @handlers = {error_handlers: [], death_handlers: []}
+      @client_middleware = Middleware::Chain.new
+      @server_middleware = Middleware::Chain.new
     end
 
     # Reads a setting.
@@ -57,9 +64,11 @@ module Jiggler
     end
 
     # Sets a setting from code, checking it first.
+    # A setting of jiggler 0.1.0 that was renamed is set under its new name, with a deprecation warning.
     # @raises [InvalidError] for an unknown key or a value the key does not allow.
     def []=(key, value)
-      @code[key] = Rules.check(key, value)
+      key, value = FormerSettings.translate(key, value)
+      @code[key] = Rules.check(key, value) if key
     end
 
     # Applies settings read from a config file (the lowest layer above the defaults).
@@ -78,6 +87,32 @@ module Jiggler
     # @returns [Array(String)]
     def queue_names
       self[:queues].map(&:first)
+    end
+
+    # The chain around every enqueue (see Middleware::Chain); yields it when given a block.
+    # @returns [Middleware::Chain]
+    def client_middleware
+      yield @client_middleware if block_given?
+      @client_middleware
+    end
+
+    # The chain around every perform on the server; yields it when given a block.
+    # @returns [Middleware::Chain]
+    def server_middleware
+      yield @server_middleware if block_given?
+      @server_middleware
+    end
+
+    # What each job runs inside, from the lookup of its class to the record of its outcome: an object whose
+    # `call { ... }` yields once (the Rails integration sets the app's executor, or reloader where code reloads). Nil:
+    # nothing.
+    attr_reader :job_wrapper
+
+    # @parameter wrapper [#call | Nil]
+    # @raises [InvalidError] when it does not respond to #call.
+    def job_wrapper=(wrapper)
+      raise InvalidError, "job_wrapper must respond to #call (got #{wrapper.inspect})" unless wrapper.nil? || wrapper.respond_to?(:call)
+      @job_wrapper = wrapper
     end
 
     # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
@@ -105,7 +140,7 @@ module Jiggler
     end
 
     def freeze
-      [@file, @code, @flags].each(&:freeze)
+      [@file, @code, @flags, *@handlers.values, @client_middleware, @server_middleware].each(&:freeze)
       super
     end
 
@@ -116,12 +151,20 @@ module Jiggler
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
       when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
-      else DEFAULTS.fetch(key) { raise InvalidError, Rules.unknown_key_message(key) }
+      when :error_handlers, :death_handlers then @handlers[key]
+      else DEFAULTS.fetch(key) { renamed(key) }
       end
     end
 
+    # jiggler 0.1.0 code may read a setting by its old name.
+    def renamed(key)
+      name = FormerSettings.current_name(key)
+      raise InvalidError, Rules.unknown_key_message(key) unless name
+      self[name]
+    end
+
     def check_all(values)
-      values.to_h { |key, value| [key, Rules.check(key, value)] }
+      values.filter_map { |key, value| FormerSettings.translate(key, value) }.to_h { |key, value| [key, Rules.check(key, value)] }
     end
   end
 end

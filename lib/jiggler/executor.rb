@@ -28,12 +28,13 @@ module Jiggler
   #
   # The executor threads are plain Ruby threads; Async is not needed.
   class Executor
-    # Raised when the executor is used out of order: `submit` before `start`, or `start` twice.
-    class StateError < Error
-      def initialize(message = "the executor is not running") = super
+    # Raised when the executor is used out of order: `submit`, `exit` or `kill` before `start`, or `start` while it
+    # runs. A RuntimeError, as proco raises.
+    class StateError < RuntimeError
+      def initialize(message = "not running: call start first") = super
     end
 
-    # Raised by `submit` and `submit!` once `exit` or `kill` has been called.
+    # Raised by `submit` and `submit!` once `exit` or `kill` has been called (until `start` is called again).
     class ClosedError < StateError
       def initialize(message = "the executor has exited and accepts no more items") = super
     end
@@ -68,40 +69,51 @@ module Jiggler
       # @parameter size [Integer | Nil] the most items in one batch.
       # @returns [Options]
       def batch_size(size) = Options.new.batch_size(size)
+
+      # @parameter logger [Logger | Nil] where the executor logs its own warnings and errors.
+      # @returns [Options]
+      def logger(logger) = Options.new.logger(logger)
     end
 
     # @returns [Hash] the settings, defaults included.
     attr_reader :options
 
     # @parameter options [Hash] `threads:` (1), `queues:` (1), `queue_size:` (1000), `interval:` (0 seconds),
-    #   `batch:` (false), `batch_size:` (nil: up to a whole queue).
+    #   `batch:` (false), `batch_size:` (nil: up to a whole queue), `logger:` (nil: no logging).
+    # @raises [TypeError] for a value of the wrong type.
     # @raises [ArgumentError] for an unknown option or a value out of range.
     def initialize(**options)
       @options = Options.new(**options).to_h
+      @logger = @options[:logger]
       @state = :created
       @mutex = Thread::Mutex.new
       @cursor = 0
     end
 
-    # Starts the threads that process submitted items with the block.
+    # Starts the threads that process submitted items with the block; after `exit` or `kill`, starts it again.
     # @yields {|item| ...} outside batch mode: one item; the value is what `submit` returns for it.
     # @yields {|items| ...} in batch mode: an array of items; the value is what `submit` returns for each of them.
     # @returns [Executor] self.
-    # @raises [StateError] when already started, or after `exit` or `kill`.
+    # @raises [StateError] while it is running.
     def start(&block)
       raise ArgumentError, "start needs a block to process items with" unless block
       @mutex.synchronize do
-        raise StateError, "start can be called once, before exit or kill (the executor is #{@state})" unless @state == :created
+        raise StateError, "already running: call exit or kill before starting again" if @state == :running
         build(block)
         @state = :running
       end
+      @logger&.debug { "executor started: #{@options.except(:logger)}" }
       self
     end
+
+    # @returns [Boolean] whether it has been started and neither `exit` nor `kill` has been called since.
+    def running? = @state == :running
 
     # Submits an item and waits until it has been processed.
     # @parameter item [Object]
     # @returns [Object] the block's value for the item, or for the batch holding it.
     # @raises [Exception] whatever the block raised.
+    # @raises [StateError] before `start`.
     # @raises [ClosedError] after `exit` or `kill`.
     # @asynchronous Blocks the thread, or only the fiber inside an Async reactor.
     def submit(item) = submit!(item).get
@@ -113,8 +125,7 @@ module Jiggler
     # @raises [ClosedError] after `exit` or `kill`, or when one of them is called while this waits for room.
     # @asynchronous Blocks the thread, or only the fiber, while the queue is full.
     def submit!(item)
-      raise ClosedError if closed?
-      raise StateError, "call start before submitting items" unless @buffers
+      refuse_item unless @state == :running
       future = Future.new
       raise ClosedError unless next_buffer.push(item, future)
       future
@@ -122,26 +133,29 @@ module Jiggler
 
     # Stops accepting items, processes every item already submitted (flushing partial batches at once), and waits for
     # the threads to end. It may be called again (it waits again) and after `kill` (nothing is left to process).
-    # @raises [StateError] when called from inside the block, which would wait for itself.
+    # @raises [StateError] before `start`, or when called from inside the block, which would wait for itself.
     # @asynchronous
     def exit
       raise StateError, "exit from inside the executor's block would wait for itself" if @pool&.member?(Thread.current)
-      return unless finish(:exited)
-      @buffers.each(&:close)
-      @dispatchers.each(&:join)
-      @pool.close
+      pool, buffers, dispatchers = finish(:exited)
+      buffers.each(&:close)
+      dispatchers.each(&:join)
+      pool.close
+      @logger&.debug("executor exited")
       nil
     end
 
     # Stops at once: the threads are killed, even in the middle of the block, and every item not yet processed is
     # dropped; their futures raise KilledError. Called from inside the block, it drops that block's items too.
+    # @raises [StateError] before `start`.
     def kill
-      return unless finish(:killed)
-      @buffers.each(&:kill)
-      @pool.kill
-      @dispatchers.each(&:join)
-      dropped = @pool.drain + @buffers.flat_map(&:drain)
+      pool, buffers, dispatchers = finish(:killed)
+      buffers.each(&:kill)
+      pool.kill
+      dispatchers.each(&:join)
+      dropped = pool.drain + buffers.flat_map(&:drain)
       dropped.each { |future| future.reject(KilledError.new) }
+      @logger&.warn("executor killed; #{dropped.size} submitted items were dropped unprocessed") if dropped.any?
       nil
     end
 
@@ -154,17 +168,28 @@ module Jiggler
 
     def build(block)
       limit = @options[:batch] ? @options[:batch_size] || @options[:queue_size] : 1
-      @pool = Pool.new(size: @options[:threads], batch: @options[:batch], &block).start
+      @pool = Pool.new(size: @options[:threads], batch: @options[:batch], logger: @logger, &block).start
       @buffers = Array.new(@options[:queues]) do
         Buffer.new(capacity: @options[:queue_size], limit: limit, interval: @options[:interval])
       end
-      @dispatchers = @buffers.each_with_index.map { |buffer, index| Dispatcher.new(buffer, @pool).start(index) }
+      @dispatchers = @buffers.each_with_index.map { |buffer, index| Dispatcher.new(buffer, @pool, logger: @logger).start(index) }
     end
 
-    # Moves to a final state (killed stays killed); returns whether there are threads to stop.
+    # Moves to a final state (killed stays killed).
+    # @returns [Array(Pool, Array(Buffer), Array(Dispatcher))] the threads of this run, which a `start` after this
+    #   does not touch.
+    # @raises [StateError] before the first `start`.
     def finish(state)
-      @mutex.synchronize { @state = state unless @state == :killed }
-      !@pool.nil?
+      @mutex.synchronize do
+        raise StateError if @state == :created
+        @state = state unless @state == :killed
+        [@pool, @buffers, @dispatchers]
+      end
+    end
+
+    def refuse_item
+      raise ClosedError if closed?
+      raise StateError, "not running: call start before submitting items"
     end
 
     # Round robin. Two threads may now and then pick the same buffer; that only evens out less well.

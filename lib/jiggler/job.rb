@@ -31,6 +31,13 @@ module Jiggler
       @shortest_batch_interval = [@shortest_batch_interval, interval].compact.min
     end
 
+    # How many times the app's code was reloaded (a Rails app where code reloads counts each reload): servers look
+    # job classes up again after one.
+    def self.reloads = @reloads || 0
+
+    # Counts a code reload.
+    def self.reloaded! = @reloads = reloads + 1
+
     # The id of the job being performed, set by the server before `perform`.
     attr_accessor :jid
 

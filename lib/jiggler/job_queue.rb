@@ -6,27 +6,31 @@ require "sqlite3"
 require_relative "error"
 require_relative "job_queue/schema"
 require_relative "job_queue/connection"
+require_relative "job_queue/state"
+require_relative "job_queue/query"
 
 module Jiggler
-  # A durable job queue in one SQLite file, safe for many processes at once (WAL, short transactions). Jobs have an
-  # id, a state (any String), a JSON payload and an ordered log of events. It is the embedded store's foundation, and
-  # a small API of its own:
+  # A durable job queue in one SQLite file, safe for many processes at once (WAL, short transactions): the API of
+  # jobq. Jobs have an id, a state (any JSON value), a JSON payload, the time they were last modified and an ordered
+  # log of events that records their creation and every change of state beside the events appended to it. It is the
+  # embedded store's foundation, and a small API of its own:
   #
   #   Jiggler::JobQueue.open("work.sqlite3") do |queue|
-  #     id = queue.create({"url" => "https://example.com"}, "new")
-  #     job = queue.poll({state: "new"}, "working")  # the oldest "new" job, now "working"
+  #     job = queue.create({"url" => "https://example.com"}, "new")
+  #     job = queue.poll({state: "new"}, ["fetching", 1])  # the least recently modified "new" job, now ["fetching", 1]
   #     queue.append_event(job.id, {"fetched" => 200})
-  #     queue.cas_state(job.id, "working", "done")   # => true
+  #     queue.cas_state(job.id, ["fetching", 1], "done")   # => the job, now "done"; nil if its state was not that
   #   end
   class JobQueue
     # Raised when the file cannot be opened as a jiggler database.
     class OpenError < Error; end
 
-    # A job as read back: id, state, payload (parsed) and events (oldest first, each [epoch seconds, event]).
-    Job = Struct.new(:id, :state, :payload, :events)
+    # A job as read back: id, state, payload (parsed), events (oldest first, each [epoch seconds, event]) and when it
+    # was last modified (a Time; nil for the SQLite store's own rows).
+    Job = Struct.new(:id, :state, :payload, :events, :modified)
 
     # Payloads and events are written as JSON types only and read back as plain data, whatever the app's JSON options.
-    JSON_CODER = JSON::Coder.new(max_nesting: false)
+    JSON_CODER = State::CODER
     private_constant :JSON_CODER
 
     SYNCHRONOUS = %w[normal full].freeze
@@ -54,9 +58,9 @@ module Jiggler
       @path = path.to_s
       raise ArgumentError, "synchronous must be one of #{SYNCHRONOUS.join(", ")}" unless SYNCHRONOUS.include?(synchronous.to_s)
       @db = connect
-      check_file
+      Schema.check(@db, @path)
       configure(synchronous.to_s)
-      migrate
+      Schema.migrate(@db, @path)
     rescue SQLite3::NotADatabaseException, SQLite3::CorruptException => error
       close
       raise OpenError, "#{@path} is not a jiggler database (#{error.message.lines.first.strip}); nothing was changed"
@@ -65,49 +69,64 @@ module Jiggler
       raise
     end
 
-    # Adds a job. @returns [Integer] its id.
+    # Adds a job, logging its creation.
+    # @parameter payload [Object] any JSON value.
+    # @parameter state [Object] any JSON value.
+    # @returns [Job] the job as stored.
+    # @raises [ArgumentError] for a state that is not JSON.
     def create(payload, state = nil)
-      transaction do
-        @db.execute("INSERT INTO jobs (state, payload) VALUES (?, ?)", [state&.to_s, dump(payload)])
-        @db.last_insert_row_id
+      now = Time.now.to_f
+      stored = State.dump(state)
+      json = dump(payload)
+      event = {"type" => "job_created", "state" => state_value(stored)}
+      id = transaction do
+        @db.execute("INSERT INTO jobs (state, payload, modified) VALUES (?, ?, ?)", [stored, json, now])
+        @db.last_insert_row_id.tap { |new_id| add_event(new_id, event, at: now) }
       end
+      Job.new(id, event["state"], JSON_CODER.load(json), [[now, event]], Time.at(now))
     end
 
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
-      row = @db.get_first_row("SELECT id, state, payload FROM jobs WHERE id = ?", [id])
-      row && Job.new(row[0], row[1], JSON_CODER.load(row[2]), events(id))
+      row = first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
+      row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), events(id), row[4] && Time.at(row[4]))
     end
 
-    # Takes the oldest job matching `query` and moves it to `new_state`, atomically.
-    # @parameter query [Hash] `state:` and payload fields to match, e.g. `{state: "new", "kind" => "email"}`.
+    # Takes the least recently modified job matching `query` (jobq's round robin, which favours progress) and moves
+    # it to `new_state`, atomically, logging the change.
+    # @parameter query [Hash | Nil] `state:` and payload fields to match, e.g. `{state: "new", "kind" => "email"}`;
+    #   nil matches any job.
     # @returns [Job | Nil] the job as it is now, or nil when none matches.
+    # @raises [ArgumentError] for a query that is neither a Hash nor nil, or a state that is not JSON.
     def poll(query, new_state)
-      where, values = conditions(query)
-      id = transaction do
-        found = @db.get_first_value("SELECT id FROM jobs WHERE #{where} ORDER BY id LIMIT 1", values)
-        @db.execute("UPDATE jobs SET state = ? WHERE id = ?", [new_state.to_s, found]) if found
-        found
+      where, values = Query.conditions(query)
+      stored = State.dump(new_state)
+      transaction do
+        id, old, type = first_row("SELECT id, state, typeof(state) FROM jobs " \
+          "WHERE modified IS NOT NULL AND #{where} ORDER BY modified, id LIMIT 1", values)
+        id && change_state(id, State.load(old, type), stored)
       end
-      id && get(id)
     end
 
-    # Moves a job from one state to another only if it is still in the first.
-    # @returns [Boolean] whether it moved (another process may have moved it first).
+    # Moves a job from one state to another only if it is still in the first (compared as JSON), logging the change.
+    # @returns [Job | Nil] the job as it is now, or nil when it was not in `old_state` (another process may have moved
+    #   it first) or does not exist.
+    # @raises [ArgumentError] for a state that is not JSON.
     def cas_state(id, old_state, new_state)
-      transaction do
-        @db.execute("UPDATE jobs SET state = ? WHERE id = ? AND state = ?", [new_state.to_s, id, old_state.to_s])
-        @db.changes == 1
-      end
+      expected = State.dump(old_state)
+      stored = State.dump(new_state)
+      transaction { change_state(id, state_value(expected), stored, "AND state IS ?", [expected]) }
     end
 
     # Appends an event (any JSON value) to a job's log.
-    # @returns [Boolean] false when there is no such job.
+    # @returns [Job | Nil] the job as it is now, or nil when there is no such job.
     def append_event(id, event)
       transaction do
-        next false unless @db.get_first_value("SELECT 1 FROM jobs WHERE id = ?", [id])
-        add_event(id, event)
-        true
+        now = Time.now.to_f
+        state, type, payload = first_row("UPDATE jobs SET modified = ? WHERE id = ? RETURNING state, typeof(state), payload", [now, id])
+        next unless payload
+        add_event(id, event, at: now)
+        job_as_now(id, State.load(state, type), payload, now)
       end
     end
 
@@ -135,7 +154,9 @@ module Jiggler
     end
 
     # Records an event inside the caller's transaction.
-    def add_event(id, event, at: Time.now.to_f) = add_events([[id, event]], at: at)
+    def add_event(id, event, at: Time.now.to_f)
+      @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
+    end
 
     # Deletes the jobs matching an SQL condition, with their events, inside the caller's transaction.
     # @parameter where [String] a condition on the jobs table, with `?` for each of `values`.
@@ -181,61 +202,26 @@ module Jiggler
       @db.execute("PRAGMA synchronous = #{synchronous.upcase}")
     end
 
-    # Creates or upgrades the tables; checks again inside the transaction, as another process may be doing the same.
-    def migrate
-      transaction do
-        version = check_file
-        (version + 1..Schema::VERSION).each { |step| @db.execute_batch(Schema::MIGRATIONS.fetch(step)) }
-        @db.execute("PRAGMA application_id = #{Schema::APPLICATION_ID}")
-        @db.execute("PRAGMA user_version = #{Schema::VERSION}")
-      end
+    # Sets a job's state and modified time and logs the change, inside the caller's transaction.
+    # @parameter condition [String] more SQL the job must match, with `?` for each of `values`.
+    # @returns [Job | Nil] the job as it is now; nil when no job changed.
+    def change_state(id, old, stored, condition = "", values = [])
+      now = Time.now.to_f
+      payload, = first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} RETURNING payload",
+        [stored, now, id, *values])
+      return unless payload
+      state = state_value(stored)
+      add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state}, at: now)
+      job_as_now(id, state, payload, now)
     end
 
-    # @returns [Integer] the file's schema version (0 for a new file).
-    def check_file
-      # One statement, one snapshot: another process may be creating the tables right now.
-      application, version, tables = @db.get_first_row("SELECT (SELECT application_id FROM pragma_application_id), " \
-        "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)")
-      if application != Schema::APPLICATION_ID && (tables.positive? || application != 0)
-        raise OpenError, "#{@path} is not a jiggler database (it holds other tables); nothing was changed"
-      end
-      if version > Schema::VERSION
-        raise OpenError, "#{@path} was written by a newer jiggler (schema #{version}, this one knows #{Schema::VERSION}); " \
-          "upgrade jiggler or point it at another file"
-      end
-      version
-    end
+    # The first row of a statement, prepared once (get_first_row prepares it again on every call).
+    def first_row(sql, values) = @db.execute(sql, values).first
 
-    def conditions(query)
-      clauses = []
-      values = []
-      query.each do |key, value|
-        column = column_for(key)
-        if value.nil?
-          clauses << "#{column} IS NULL"
-        else
-          clauses << "#{column} = ?"
-          values << bindable(value)
-        end
-      end
-      [clauses.empty? ? "1" : clauses.join(" AND "), values]
-    end
+    def job_as_now(id, state, payload, modified) = Job.new(id, state, JSON_CODER.load(payload), events(id), Time.at(modified))
 
-    def column_for(key)
-      return "state" if key.to_s == "state"
-      raise ArgumentError, "payload field names are letters, digits and _ (got #{key.inspect})" unless /\A\w+\z/.match?(key.to_s)
-      "json_extract(payload, '$.#{key}')"
-    end
-
-    # SQLite's JSON functions give true and false as 1 and 0.
-    def bindable(value)
-      case value
-      when true then 1
-      when false then 0
-      when Symbol then value.to_s
-      else value
-      end
-    end
+    # A stored state as the value it stands for.
+    def state_value(stored) = stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored
 
     def dump(value) = JSON_CODER.dump(value)
   end

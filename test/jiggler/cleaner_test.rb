@@ -48,12 +48,20 @@ describe Jiggler::Cleaner do
     assert_equal 1, store.queue_entries("mailers").size
   end
 
+  it "prunes one queue by name: keyword, as jiggler 0.1.0 documented it" do
+    before = fill
+    cleaner.prune_queue(name: "mailers")
+    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}), Jiggler.summary
+    assert_empty store.queue_entries("mailers")
+  end
+
   it "accepts a Symbol queue name and refuses no name" do
     RecordJob.enqueue(1)
     cleaner.prune_queue(:default)
     assert_empty Jiggler.summary["queues"]
     assert_raises(ArgumentError) { cleaner.prune_queue }
     assert_raises(ArgumentError) { cleaner.prune_queue("") }
+    assert_raises(ArgumentError) { cleaner.prune_queue(name: nil) }
   end
 
   it "prunes all queues only" do

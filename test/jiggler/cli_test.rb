@@ -82,6 +82,9 @@ describe "jiggler CLI" do
       %w[--concurrency --environment --queue --require --timeout --verbose --config --version --help].each do |flag|
         assert_includes output, flag
       end
+      assert_includes output, "-q, --queue QUEUE1,QUEUE2"
+      assert_includes output, "(-q a,b,c)"
+      assert_includes output, "(-q critical,10)"
     end
   end
 
@@ -142,9 +145,13 @@ describe "jiggler CLI" do
       assert_refused status, output, /queues.*"bad name"/
     end
 
-    it "exits non-zero with one line for a queue priority that is not an integer" do
-      status, output = run_cli("-r", jobs_file, "-q", "mail,high")
-      assert_refused status, output, /queues.*"mail", "high"/
+    it "exits non-zero with one line explaining both -q forms for a -q that is neither" do
+      ["mail,,billing", "mail,billing,3", ","].each do |value|
+        status, output = run_cli("-r", jobs_file, "-q", value)
+        assert_refused status, output, /-q #{Regexp.escape(value)}: -q takes queue names \(-q default,mailers\) or one queue and an integer priority \(-q critical,10\)/
+      end
+      status, output = run_cli("-r", jobs_file, "-q", "mail,bad name")
+      assert_refused status, output, /-q mail,bad name: .*"bad name".*-q takes queue names/
     end
 
     it "exits non-zero with one line for a non-positive timeout" do
@@ -204,6 +211,21 @@ describe "jiggler CLI" do
       assert_equal 4.0, Float(info["timeout"])
       assert_equal "high,mid,low", info["queues"]
       assert_includes server.log, "queues high(5), mid(3), low(1)"
+    end
+
+    it "works every queue of a comma-separated -q list, as jiggler 0.1.0 did" do
+      start_cli("-r", jobs_file, "-q", "default,custom")
+      assert_equal "default,custom", process_info["queues"]
+      RecordJob.with_options(queue: "custom").enqueue("custom")
+      RecordJob.enqueue("default")
+      RecordJob.with_options(queue: "other").enqueue("other")
+      wait_for(message: "both listed queues worked") { recorded.sort == %w[custom default] }
+      assert_equal({"other" => 1}, Jiggler.summary["queues"])
+    end
+
+    it "reads -q name,INTEGER as one queue and its priority, beside a list" do
+      start_cli("-r", jobs_file, "-q", "low,high", "-q", "urgent,5")
+      assert_equal "urgent,low,high", process_info["queues"]
     end
 
     it "works the queues given with -q and no others" do
@@ -288,6 +310,18 @@ describe "jiggler CLI" do
       assert_equal "2", info["concurrency"]
       assert_equal "delta", info["queues"]
       assert_equal 7.0, Float(info["timeout"]), "a setting without a flag keeps the file's value"
+    end
+
+    it "runs jiggler 0.1.0's config file: symbol keys, a renamed setting warned about, a removed one ignored" do
+      config = write("jiggler.yml", ":concurrency: 1\n:queues:\n  - [users, 0]\n  - [blep, 3]\n:max_dead_jobs: 50\n:stats_enabled: true\n")
+      server = start_cli("-r", jobs_file, "-C", config)
+      info = process_info
+      assert_equal "1", info["concurrency"]
+      assert_equal "blep,users", info["queues"]
+      assert_includes server.log, "jiggler: config[:max_dead_jobs] is deprecated; use config[:dead_max_jobs]\n"
+      assert_includes server.log, "jiggler: config[:stats_enabled] (jiggler 0.1.0) no longer exists and is ignored"
+      RecordJob.with_options(queue: "users").enqueue("from 0.1.0 config")
+      wait_for(message: "the job run") { recorded == ["from 0.1.0 config"] }
     end
 
     it "evaluates ERB before reading the YAML" do

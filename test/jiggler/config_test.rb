@@ -30,7 +30,9 @@ describe Jiggler::Config do
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
       [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
-    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
+    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]],
+    error_handlers: ["an Array of objects that respond to #call", [nil, -> {}, ["handler"], [nil]]],
+    death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]]
   }
 
   def with_env(values)
@@ -137,7 +139,7 @@ describe Jiggler::Config do
       values = {client_concurrency: 12, concurrency: 1, timeout: 0.5, stats_interval: 12, poll_interval: 0.1,
                 dead_timeout: 3600, dead_max_jobs: 5, client_async: true, poller_enabled: false, namespace: "app",
                 environment: "myenv", require: "./jobs.rb", redis_url: "redis://localhost:6379/1",
-                config_file: "./jiggler.yml", client_redis_pool: pool}
+                config_file: "./jiggler.yml", client_redis_pool: pool, error_handlers: [->(_, _) {}], death_handlers: [method(:puts)]}
       values.each { |key, value| config[key] = value }
       values.each { |key, value| assert_equal value, config[key], key.inspect }
     end
@@ -246,6 +248,55 @@ describe Jiggler::Config do
       assert_raises(FrozenError) { config[:concurrency] = 5 }
       assert_raises(FrozenError) { config.apply_flags(concurrency: 5) }
       assert_equal 4, config[:concurrency]
+    end
+  end
+
+  describe "jiggler 0.1.0's setting names" do
+    it "sets a renamed setting under its new name, with a one-line deprecation warning" do
+      _, err = capture_io do
+        config[:max_dead_jobs] = 500
+        config[:async_client] = true
+      end
+      assert_equal [500, true], [config[:dead_max_jobs], config[:client_async]]
+      assert_equal 500, config[:max_dead_jobs], "reading by the old name gives the new setting"
+      assert_equal ["jiggler: config[:max_dead_jobs] is deprecated; use config[:dead_max_jobs]\n",
+        "jiggler: config[:async_client] is deprecated; use config[:client_async]\n"], err.lines
+    end
+
+    it "checks a renamed setting's value under its new name" do
+      error = assert_raises(Jiggler::Config::InvalidError) { capture_io { config[:max_dead_jobs] = 0 } }
+      assert_includes error.message, "config[:dead_max_jobs] must be a positive Integer"
+    end
+
+    it "turns guaranteed_execution into mode" do
+      capture_io { config.apply_file(guaranteed_execution: false) }
+      assert_equal :at_most_once, config[:mode]
+      _, err = capture_io { config[:guaranteed_execution] = true }
+      assert_equal :at_least_once, config[:mode]
+      assert_match(/config\[:guaranteed_execution\] is deprecated; use config\[:mode\] = :at_least_once/, err)
+      assert_raises(Jiggler::Config::InvalidError) { config[:guaranteed_execution] = "yes" }
+    end
+
+    it "ignores a setting that no longer exists, saying why in one line" do
+      _, err = capture_io do
+        config.apply_file(concurrency: 4, stats_enabled: true, fetchers_concurrency: 2)
+        config[:in_process_interval] = 10
+      end
+      assert_equal 4, config[:concurrency]
+      assert_equal 3, err.lines.size
+      assert_match(/config\[:stats_enabled\] \(jiggler 0.1.0\) no longer exists and is ignored: statistics are always kept/, err)
+      assert_match(/fetchers_concurrency.*ignored/, err)
+      assert_match(/in_process_interval.*ignored/, err)
+    end
+
+    it "still refuses a key that never existed" do
+      assert_raises(Jiggler::Config::InvalidError) { config[:max_dead_job] = 1 }
+      assert_raises(Jiggler::Config::InvalidError) { config[:max_dead_job] }
+    end
+
+    it "lets configure_client set client_async by its 0.1.0 README name" do
+      capture_io { Jiggler.configure_client { |client| client[:async_client] = true } }
+      assert_equal true, Jiggler.config[:client_async]
     end
   end
 

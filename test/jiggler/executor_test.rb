@@ -3,6 +3,8 @@
 require "test_helper"
 require "open3"
 require "rbconfig"
+require "logger"
+require "stringio"
 require "jiggler/executor"
 
 module ExecutorTest
@@ -35,7 +37,7 @@ end
 
 describe Jiggler::Executor do
   before { @executors = [] }
-  after { @executors.each(&:kill) }
+  after { @executors.each { |executor| executor.kill if executor.running? || executor.closed? } }
 
   # Registers an executor to be killed after the test, whatever happens.
   def track(executor) = executor.tap { @executors << executor }
@@ -84,7 +86,7 @@ describe Jiggler::Executor do
 
       assert_nil result
       assert_predicate future, :done?
-      assert_equal({threads: 4, queues: 1, queue_size: 1000, interval: 0.1, batch: true, batch_size: nil}, proco.options)
+      assert_equal({threads: 4, queues: 1, queue_size: 1000, interval: 0.1, batch: true, batch_size: nil, logger: nil}, proco.options)
     end
 
     it "builds the architecture examples" do
@@ -120,7 +122,7 @@ describe Jiggler::Executor do
       # rubocop:enable Layout/ArgumentAlignment, Layout/HashAlignment, Layout/MultilineMethodCallBraceLayout
 
       assert_equal chained, proco.options
-      assert_equal({interval: 0.1, threads: 8, queues: 4, queue_size: 100, batch: true, batch_size: 10}, chained)
+      assert_equal({interval: 0.1, threads: 8, queues: 4, queue_size: 100, batch: true, batch_size: 10, logger: nil}, chained)
     end
 
     it "starts a regular executor, submits and exits" do
@@ -213,7 +215,7 @@ describe Jiggler::Executor do
       assert_equal 2, executor.submit(2)
     end
 
-    it "refuses items before start, and a second start" do
+    it "refuses items before start, and a second start while running" do
       executor = track(Jiggler::Executor.new)
 
       assert_raises(Jiggler::Executor::StateError) { executor.submit!(1) }
@@ -383,6 +385,162 @@ describe Jiggler::Executor do
       assert_nil executor.exit
       assert_nil executor.kill
       assert_predicate executor, :closed?
+    end
+  end
+
+  describe "lifecycle, as proco's" do
+    it "raises RuntimeError 'not running' for submit, submit!, exit and kill before start, and stays startable" do
+      executor = track(Jiggler::Executor.new)
+
+      refute_predicate executor, :running?
+      %i[submit submit!].each do |call|
+        assert_match(/not running/, assert_raises(RuntimeError) { executor.public_send(call, 1) }.message)
+      end
+      %i[exit kill].each do |call|
+        assert_match(/not running/, assert_raises(RuntimeError) { executor.public_send(call) }.message)
+      end
+      executor.start { |item| item * 2 }
+      assert_equal 4, executor.submit(2)
+    end
+
+    it "says whether it runs" do
+      executor = track(Jiggler::Executor.new)
+      executor.start { |item| item }
+
+      assert_predicate executor, :running?
+      executor.exit
+      refute_predicate executor, :running?
+    end
+
+    it "starts again after exit, and after kill, with a new block" do
+      executor = track(Jiggler::Executor.threads(2).new)
+      executor.start { |item| item + 1 }
+      assert_equal 2, executor.submit(1)
+      executor.exit
+
+      executor.start { |item| item + 10 }
+      assert_predicate executor, :running?
+      assert_equal 11, executor.submit(1)
+      executor.kill
+
+      executor.start { |item| item + 100 }
+      assert_equal 101, executor.submit(1)
+      executor.exit
+      assert_empty Thread.list.select { |thread| thread.name&.start_with?("jiggler.executor") }
+    end
+
+    it "lets a restart run beside an exit still finishing the previous run's items" do
+      gate = Thread::Queue.new
+      executor = track(Jiggler::Executor.new)
+      executor.start { |item| gate.pop || item }
+      old = executor.submit!(1)
+      exiting = Thread.new { executor.exit }
+      wait_for(timeout: 5, message: "exit to start") { executor.closed? }
+      executor.start { |item| -item }
+
+      assert_equal(-2, executor.submit(2))
+      gate.close
+      exiting.join
+      assert_equal 1, old.get
+    end
+  end
+
+  describe "logger" do
+    def log_to(io) = Logger.new(io).tap { |logger| logger.formatter = ->(severity, _, _, message) { "#{severity} #{message}\n" } }
+
+    it "logs the block's errors, with the items' count, to the logger given by chaining" do
+      log = StringIO.new
+      executor = track(Jiggler::Executor.batch(true).batch_size(2).interval(60).logger(log_to(log)).new)
+      executor.start { |items| raise ArgumentError, "bad #{items}" }
+      futures = [executor.submit!(1), executor.submit!(2)]
+      settle(futures)
+
+      assert_includes log.string, "ERROR executor block raised ArgumentError: bad [1, 2] (2 items; their futures re-raise it)"
+    end
+
+    it "logs the items a kill drops, to the logger given as a keyword" do
+      log = StringIO.new
+      gate = Thread::Queue.new
+      executor = track(Jiggler::Executor.new(logger: log_to(log)))
+      executor.start { |item| gate.pop && item }
+      futures = (1..3).map { |item| executor.submit!(item) }
+      executor.kill
+      settle(futures)
+
+      assert_includes log.string, "WARN executor killed; 3 submitted items were dropped unprocessed"
+    end
+
+    it "logs nothing without a logger" do
+      executor = track(Jiggler::Executor.new.start { |_item| raise "quiet" })
+
+      assert_output("", "") { assert_raises(RuntimeError) { executor.submit(1) } }
+    end
+  end
+
+  describe "a program written for proco" do
+    it "runs with Proco = Jiggler::Executor: options, logger, lifecycle, restart, kill" do
+      status, output = run_ruby(<<~'RUBY')
+        require "jiggler/executor"
+        require "logger"
+        require "stringio"
+        Proco = Jiggler::Executor
+
+        log = StringIO.new
+        proco = Proco.interval(0.1).threads(4).queues(2).queue_size(100).batch(true).batch_size(10).logger(Logger.new(log)).new
+        puts "running before start: #{proco.running?}"
+        [:exit, :kill].each do |call|
+          proco.public_send(call)
+        rescue RuntimeError => error
+          puts "#{call} before start: #{error.message}"
+        end
+        begin
+          proco.submit(1)
+        rescue RuntimeError => error
+          puts "submit before start: #{error.message}"
+        end
+
+        total = 0
+        lock = Mutex.new
+        proco.start { |items| lock.synchronize { total += items.inject(:+) } }
+        puts "running: #{proco.running?}"
+        1000.times { |i| proco.submit!(i) }
+        proco.exit
+        puts "total: #{total} running: #{proco.running?}"
+
+        count = 0
+        proco.start { |items| sleep 5; count += items.length }
+        futures = Array.new(100) { |i| proco.submit!(i) }
+        proco.kill
+        puts "after kill: #{count} #{futures.count { |future| future.get rescue true }}"
+        puts "logged: #{log.string[/dropped unprocessed/]}"
+
+        [[:interval, :str], [:threads, 1.5], [:batch, "yes"]].each do |option, value|
+          Proco.public_send(option, value)
+        rescue TypeError => error
+          puts "#{option}: TypeError"
+        end
+        begin
+          Proco.new(threads: 0)
+        rescue ArgumentError
+          puts "threads 0: ArgumentError"
+        end
+      RUBY
+
+      assert_equal 0, status, output
+      assert_equal <<~TEXT, output
+        running before start: false
+        exit before start: not running: call start first
+        kill before start: not running: call start first
+        submit before start: not running: call start before submitting items
+        running: true
+        total: 499500 running: false
+        after kill: 0 100
+        logged: dropped unprocessed
+        interval: TypeError
+        threads: TypeError
+        batch: TypeError
+        threads 0: ArgumentError
+      TEXT
     end
   end
 

@@ -31,7 +31,7 @@ module JobQueueChildren
   CRASHER = <<~RUBY
     require "jiggler/job_queue"
     queue = Jiggler::JobQueue.new(ARGV[0], synchronous: ARGV[1])
-    ids = Array.new(50) { |n| queue.create({"n" => n}, "new") }
+    ids = Array.new(50) { |n| queue.create({"n" => n}, "new").id }
     queue.append_event(ids.last, "committed")
     $stdout.puts ids.join(",")
     $stdout.flush
@@ -111,6 +111,9 @@ describe Jiggler::JobQueue do
 
   def pragma(db, name) = db.get_first_value("PRAGMA #{name}")
 
+  # The event that opens every job's log.
+  def created(state) = {"type" => "job_created", "state" => state}
+
   # Starts `ruby -I lib -e script *args`; its stdout and stdin are pipes.
   def spawn_ruby(script, *args)
     out_reader, out_writer = IO.pipe
@@ -154,7 +157,7 @@ describe Jiggler::JobQueue do
         assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
         assert_equal Jiggler::JobQueue::Schema::APPLICATION_ID, pragma(queue.db, "application_id")
         @opened = queue
-        queue.create({"a" => 1}, "new")
+        queue.create({"a" => 1}, "new").id
       end
       assert_equal 1, result, "open returns the block's value"
       assert File.file?(path)
@@ -200,7 +203,7 @@ describe Jiggler::JobQueue do
 
     it "keeps its jobs and events when reopened, migrating only once" do
       first = Jiggler::JobQueue.open(path) do |queue|
-        id = queue.create({"url" => "https://example.com"}, "new")
+        id = queue.create({"url" => "https://example.com"}, "new").id
         queue.append_event(id, "created")
         id
       end
@@ -209,7 +212,7 @@ describe Jiggler::JobQueue do
         Jiggler::JobQueue.open(path) do |queue|
           job = queue.get(first)
           assert_equal ["new", {"url" => "https://example.com"}], [job.state, job.payload]
-          assert_equal ["created"], job.events.map(&:last)
+          assert_equal [created("new"), "created"], job.events.map(&:last)
           assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
           schema = queue.db.execute("SELECT type, name FROM sqlite_master ORDER BY name")
           tables ||= schema
@@ -254,7 +257,7 @@ describe Jiggler::JobQueue do
       end
       queue = open_queue
       assert_equal "wal", pragma(queue.db, "journal_mode")
-      assert_equal 1, queue.create({}, "new")
+      assert_equal 1, queue.create({}, "new").id
     ensure
       release&.join
       holder&.close
@@ -262,9 +265,54 @@ describe Jiggler::JobQueue do
 
     it "works in memory" do
       memory = open_queue(":memory:")
-      id = memory.create({"a" => 1}, "new")
+      id = memory.create({"a" => 1}, "new").id
       assert_equal id, memory.poll({state: "new"}, "done").id
       refute File.exist?(":memory:")
+    end
+  end
+
+  describe "Schema" do
+    it "is the one place under lib/ that defines tables, indexes and their migrations" do
+      lib = File.expand_path("../../lib", __dir__)
+      ddl = /\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b|PRAGMA\s+user_version\s*=/i
+      files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")].select { |file| ddl.match?(File.read(file)) }
+      assert_equal [File.join(lib, "jiggler", "job_queue", "schema.rb")], files
+    end
+  end
+
+  describe "upgrading a file of schema 3" do
+    # A file as jiggler with schema 3 left it: JobQueue jobs (states stored as text, no modified time) with events,
+    # and a row of the SQLite store (a queue, a run_at).
+    def schema_3_file
+      db = SQLite3::Database.new(path)
+      (1..3).each { |step| db.execute_batch(Jiggler::JobQueue::Schema::MIGRATIONS.fetch(step)) }
+      db.execute("PRAGMA application_id = #{Jiggler::JobQueue::Schema::APPLICATION_ID}")
+      db.execute("PRAGMA user_version = 3")
+      db.execute("INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}'), (2, 'new', '{\"n\":2}'), (3, 'done', '{}')")
+      db.execute("INSERT INTO jobs (id, state, queue, run_at, payload) VALUES (4, 'queued', 'default', 100.5, '{\"jid\":\"a\"}')")
+      db.execute("INSERT INTO events (job_id, at, event) VALUES (1, 2000.0, '\"late\"'), (2, 1000.0, '\"early\"'), (4, 100.5, '{\"type\":\"enqueued\"}')")
+      db.close
+    end
+
+    it "gives JobQueue's jobs a modified time (their last event's, else the upgrade's), the store's rows none" do
+      schema_3_file
+      upgraded = Time.now
+      modified = (1..4).map { |id| queue.get(id).modified }
+      assert_equal 4, pragma(queue.db, "user_version")
+      assert_equal [Time.at(2000.0), Time.at(1000.0)], modified.first(2)
+      assert_operator modified[2], :>=, upgraded - 1
+      assert_nil modified[3], "the store's row keeps modified NULL, out of JobQueue's index"
+      assert_equal [2, 1, 3, 2, 1, 3], Array.new(6) { queue.poll(nil, "seen").id }, "least recently modified first; never the store's row"
+    end
+
+    it "keeps the old jobs' states, payloads and events, and the store's row as it was" do
+      schema_3_file
+      assert_equal ["new", {"n" => 1}, ["late"]], queue.get(1).then { |job| [job.state, job.payload, job.events.map(&:last)] }
+      assert_equal [["queued", "default", 100.5, nil]], queue.db.execute("SELECT state, queue, run_at, modified FROM jobs WHERE id = 4")
+      assert_equal [{"type" => "enqueued"}], queue.events(4).map(&:last)
+      indexes = queue.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").flatten
+      assert_includes indexes, "jobs_by_state_modified"
+      assert_includes indexes, "jobs_by_modified"
     end
   end
 
@@ -323,19 +371,30 @@ describe Jiggler::JobQueue do
   end
 
   describe "jobs" do
-    it "creates jobs with increasing ids and reads them back" do
+    it "creates jobs with increasing ids and returns each as get reads it back, creation logged" do
       payload = {"user_id" => 2**40, "msg" => "héllo ✓", "tags" => ["a", 1, 2.5, nil, true], "nested" => {"k" => []}}
+      before = Time.now
       first = queue.create(payload, "new")
       second = queue.create({"n" => 2}, "other")
-      assert_kind_of Integer, first
-      assert_operator second, :>, first
-      job = queue.get(first)
-      assert_equal Jiggler::JobQueue::Job.new(first, "new", payload, []), job
-      assert_equal "other", queue.get(second).state
+      assert_kind_of Jiggler::JobQueue::Job, first
+      assert_operator second.id, :>, first.id
+      assert_equal [payload, "new", [created("new")]], [first.payload, first.state, first.events.map(&:last)]
+      assert_kind_of Time, first.modified
+      assert_operator first.modified, :>=, before - 1
+      assert_equal first.modified.to_f, first.events.first.first
+      assert_equal first, queue.get(first.id)
+      assert_equal second, queue.get(second.id)
+      assert_equal "other", queue.get(second.id).state
+    end
+
+    it "returns the payload as stored: JSON types, string keys" do
+      job = queue.create({kind: :email, at: 1.5}, "new")
+      assert_equal({"kind" => "email", "at" => 1.5}, job.payload)
+      assert_equal job, queue.get(job.id)
     end
 
     it "creates a job without a state, read back as nil and pollable as nil" do
-      id = queue.create({"a" => 1})
+      id = queue.create({"a" => 1}).id
       assert_nil queue.get(id).state
       assert_equal id, queue.poll({state: nil}, "taken")&.id
     end
@@ -345,8 +404,8 @@ describe Jiggler::JobQueue do
     end
 
     it "deletes a job and its events" do
-      id = queue.create({"a" => 1}, "new")
-      other = queue.create({"b" => 2}, "new")
+      id = queue.create({"a" => 1}, "new").id
+      other = queue.create({"b" => 2}, "new").id
       queue.append_event(id, "one")
       queue.append_event(other, "kept")
       assert_equal true, queue.delete(id)
@@ -354,23 +413,23 @@ describe Jiggler::JobQueue do
       assert_equal [], queue.events(id)
       assert_equal 0, queue.db.get_first_value("SELECT count(*) FROM events WHERE job_id = ?", [id])
       assert_equal false, queue.delete(id)
-      assert_equal ["kept"], queue.get(other).events.map(&:last)
+      assert_equal [created("new"), "kept"], queue.get(other).events.map(&:last)
     end
 
     it "never gives a deleted job's id to a new job" do
-      id = queue.create({"old" => true}, "new")
+      id = queue.create({"old" => true}, "new").id
       queue.delete(id)
       queue.append_event(id, "from a process still holding the old id")
       queue.cas_state(id, "new", "taken")
-      fresh = queue.create({"new" => true}, "new")
+      fresh = queue.create({"new" => true}, "new").id
       refute_equal id, fresh, "a stale id held elsewhere (cas_state, append_event) must not reach another job"
-      assert_equal [], queue.get(fresh).events
+      assert_equal [created("new")], queue.get(fresh).events.map(&:last)
     end
   end
 
   describe "poll" do
     it "takes the oldest job in a state, moves it and returns it as it is now; nil when none is left" do
-      ids = %w[a b c].map { |name| queue.create({"name" => name}, "new") }
+      ids = %w[a b c].map { |name| queue.create({"name" => name}, "new").id }
       queue.create({"name" => "other"}, "done")
       taken = Array.new(3) { queue.poll({state: "new"}, "working") }
       assert_equal ids, taken.map(&:id)
@@ -381,8 +440,8 @@ describe Jiggler::JobQueue do
     end
 
     it "takes the oldest match, not the first created, when older ones are in another state" do
-      first = queue.create({}, "new")
-      second = queue.create({}, "new")
+      first = queue.create({}, "new").id
+      second = queue.create({}, "new").id
       queue.cas_state(first, "new", "held")
       assert_equal second, queue.poll({state: "new"}, "working").id
       queue.cas_state(first, "held", "new")
@@ -390,9 +449,9 @@ describe Jiggler::JobQueue do
     end
 
     it "matches payload fields, with or without a state" do
-      email = queue.create({"kind" => "email", "to" => "a"}, "new")
-      sms = queue.create({"kind" => "sms", "to" => "b"}, "new")
-      late_email = queue.create({"kind" => "email", "to" => "c"}, "later")
+      email = queue.create({"kind" => "email", "to" => "a"}, "new").id
+      sms = queue.create({"kind" => "sms", "to" => "b"}, "new").id
+      late_email = queue.create({"kind" => "email", "to" => "c"}, "later").id
       assert_equal sms, queue.poll({"kind" => "sms"}, "sent").id
       assert_equal email, queue.poll({:state => "new", "kind" => "email"}, "sent").id
       assert_nil queue.poll({:state => "new", "kind" => "email"}, "sent")
@@ -401,8 +460,8 @@ describe Jiggler::JobQueue do
     end
 
     it "matches numbers, symbols and booleans in payload fields" do
-      one = queue.create({"n" => 1, "ratio" => 0.5, "urgent" => true, "lane" => "fast"}, "new")
-      two = queue.create({"n" => 2, "ratio" => 1.5, "urgent" => false, "lane" => "slow"}, "new")
+      one = queue.create({"n" => 1, "ratio" => 0.5, "urgent" => true, "lane" => "fast"}, "new").id
+      two = queue.create({"n" => 2, "ratio" => 1.5, "urgent" => false, "lane" => "slow"}, "new").id
       assert_equal two, queue.poll({"n" => 2}, "x").id
       assert_equal one, queue.poll({"ratio" => 0.5}, "x").id
       assert_equal [one, two], %i[fast slow].map { |lane| queue.poll({"lane" => lane}, "y").id }
@@ -411,7 +470,7 @@ describe Jiggler::JobQueue do
     end
 
     it "takes the oldest job of any state with an empty query" do
-      first = queue.create({}, "a")
+      first = queue.create({}, "a").id
       queue.create({}, "b")
       assert_equal first, queue.poll({}, "c").id
     end
@@ -443,7 +502,7 @@ describe Jiggler::JobQueue do
 
     it "never hands one job to two threads polling the same file, each on a connection of its own" do
       count = 1_000
-      ids = Array.new(count) { |n| queue.create({"n" => n}, "new") }
+      ids = Array.new(count) { |n| queue.create({"n" => n}, "new").id }
       threads = Array.new(4) do |index|
         Thread.new do
           own = Jiggler::JobQueue.new(path)
@@ -464,7 +523,7 @@ describe Jiggler::JobQueue do
 
     it "never hands one job to two processes polling the same file at once" do
       count = 3_000
-      ids = Array.new(count) { |n| queue.create({"n" => n}, "new") }
+      ids = Array.new(count) { |n| queue.create({"n" => n}, "new").id }
       children = Array.new(3) { |index| spawn_ruby(JobQueueChildren::POLLER, path, path("taken-#{index}")) }
       children.each { |child| assert_equal "ready\n", read_line(child) }
       children.each { |child| child.go.puts("go") }
@@ -481,29 +540,135 @@ describe Jiggler::JobQueue do
   end
 
   describe "cas_state" do
-    it "moves a job only from the expected state" do
-      id = queue.create({}, "new")
-      assert_equal true, queue.cas_state(id, "new", "working")
-      assert_equal false, queue.cas_state(id, "new", "other")
+    it "moves a job only from the expected state, returning it as it is now, or nil" do
+      id = queue.create({}, "new").id
+      moved = queue.cas_state(id, "new", "working")
+      assert_equal [id, "working"], [moved.id, moved.state]
+      assert_equal moved, queue.get(id)
+      assert_nil queue.cas_state(id, "new", "other")
       assert_equal "working", queue.get(id).state
-      assert_equal true, queue.cas_state(id, :working, :done)
+      assert_equal "done", queue.cas_state(id, :working, :done).state
       assert_equal "done", queue.get(id).state
-      assert_equal false, queue.cas_state(id + 1, "new", "working"), "an unknown id does not move"
+      assert_nil queue.cas_state(id + 1, "new", "working"), "an unknown id does not move"
+    end
+
+    it "moves a job created without a state from nil" do
+      id = queue.create({}).id
+      assert_nil queue.cas_state(id, "new", "working")
+      assert_equal "working", queue.cas_state(id, nil, "working").state
     end
 
     it "lets exactly one of many racing connections win" do
-      id = queue.create({}, "new")
+      id = queue.create({}, "new").id
       contenders = Array.new(4) { open_queue }
       results = contenders.each_with_index.map { |contender, index| Thread.new { contender.cas_state(id, "new", "won:#{index}") } }.map(&:value)
-      assert_equal 1, results.count(true)
-      assert_equal "won:#{results.index(true)}", queue.get(id).state
+      assert_equal 1, results.compact.size
+      winner = results.index { |job| job }
+      assert_equal "won:#{winner}", results[winner].state
+      assert_equal "won:#{winner}", queue.get(id).state
+    end
+  end
+
+  describe "JSON states" do
+    it "stores any JSON value as a state and gives it back as it went in" do
+      states = [["assigned", 1], {"step" => 2}, 42, 1.5, true, false, "", ["nested", {"a" => [nil, {"b" => "c"}]}], {}]
+      ids = states.map { |state| queue.create({}, state).id }
+      assert_equal states, ids.map { |id| queue.get(id).state }
+      reopened = open_queue
+      assert_equal states, ids.map { |id| reopened.get(id).state }
+    end
+
+    it "compares states as JSON in cas_state and poll" do
+      id = queue.create({}, ["state", 2]).id
+      assert_nil queue.cas_state(id, ["state", 1], ["state", 3])
+      assert_nil queue.cas_state(id, "[\"state\",2]", ["state", 3]), "a String is not the Array its text spells"
+      assert_nil queue.cas_state(id, ["state", 2.0], ["state", 3]), "2.0 is another JSON number than 2"
+      assert_equal({"step" => 2, "by" => "me"}, queue.cas_state(id, ["state", 2], {"step" => 2, "by" => "me"}).state)
+      assert_equal id, queue.cas_state(id, {"by" => "me", "step" => 2}, [1]).id, "object keys compare in any order"
+      assert_equal id, queue.poll({state: [1]}, {"done" => true}).id
+      assert_nil queue.poll({state: [1]}, "x")
+      assert_equal [{"done" => true}], [queue.get(id).state]
+    end
+
+    it "never takes a string state for a JSON value that looks the same, nor the other way round" do
+      text = queue.create({}, "5").id
+      number = queue.create({}, 5).id
+      list = queue.create({}, ["queued"]).id
+      queue.create({}, "queued")
+      assert_equal [text, number], [queue.poll({state: "5"}, "a").id, queue.poll({state: 5}, "a").id]
+      assert_equal list, queue.poll({state: ["queued"]}, "b").id
+      assert_equal %w[queued], queue.db.execute("SELECT state FROM jobs WHERE state = 'queued'").flatten
+    end
+
+    it "refuses a state that is not JSON, before writing anything" do
+      [Time.now, Object.new, Float::NAN, {"a" => 1r}].each do |state|
+        error = assert_raises(ArgumentError) { queue.create({}, state) }
+        assert_match(/state must be a JSON value/, error.message)
+      end
+      id = queue.create({}, "new").id
+      assert_raises(ArgumentError) { queue.poll({state: "new"}, Object.new) }
+      assert_raises(ArgumentError) { queue.cas_state(id, "new", Float::INFINITY) }
+      assert_equal [[id, "new"]], queue.db.execute("SELECT id, state FROM jobs")
+      assert_equal 1, queue.db.get_first_value("SELECT count(*) FROM events")
+    end
+  end
+
+  describe "the log" do
+    it "records creation, every state change by poll and cas_state, and user events, in order" do
+      id = queue.create({"n" => 1}, "new").id
+      queue.append_event(id, {"note" => "queued by test"})
+      queue.poll({state: "new"}, ["working", 7])
+      queue.cas_state(id, ["working", 7], "done")
+      queue.cas_state(id, "new", "ignored")
+      assert_equal [created("new"), {"note" => "queued by test"},
+        {"type" => "job_state_advanced", "old" => "new", "new" => ["working", 7]},
+        {"type" => "job_state_advanced", "old" => ["working", 7], "new" => "done"}], queue.events(id).map(&:last)
+    end
+
+    it "appends a user event, returning the job as it is now, with one more event at the end and a later modified" do
+      job = queue.create("a basic payload")
+      later = queue.append_event(job.id, "some user-defined event")
+      assert_equal [job.id, job.state, job.payload], [later.id, later.state, later.payload]
+      assert_equal job.events, later.events[0...-1]
+      assert_equal "some user-defined event", later.events.last.last
+      assert_operator later.modified, :>, job.modified
+      assert_nil queue.append_event(job.id + 1, "nobody"), "an unknown id gets no event"
+    end
+  end
+
+  describe "poll order" do
+    it "takes the least recently modified matching job first, not the lowest id" do
+      first, second, third = Array.new(3) { |n| queue.create({"n" => n}, "new").id }
+      queue.append_event(first, "touched")
+      queue.cas_state(second, "new", "new")
+      assert_equal [third, first, second], Array.new(3) { queue.poll({state: "new"}, "taken").id }
+    end
+
+    it "puts a polled job behind the others of its state" do
+      ids = Array.new(3) { queue.create({}, "ready").id }
+      assert_equal ids + ids, Array.new(6) { queue.poll({state: "ready"}, "ready").id }
+    end
+
+    it "takes any job with a nil query" do
+      id = queue.create({}, "x").id
+      assert_equal id, queue.poll(nil, "y").id
+    end
+
+    it "refuses a query that is neither a Hash nor nil, naming what it accepts" do
+      queue.create({}, "new")
+      ["true", "state = 'new'", [:state, "new"], 1].each do |query|
+        error = assert_raises(ArgumentError) { queue.poll(query, "taken") }
+        assert_includes error.message, "poll's query must be a Hash of state: and payload fields"
+        assert_includes error.message, "or nil for any job"
+      end
+      assert_equal "new", queue.get(1).state
     end
   end
 
   describe "events" do
     it "keeps each job's events in the order they were appended, with their times" do
-      id = queue.create({}, "new")
-      other = queue.create({}, "new")
+      id = queue.create({}, "new").id
+      other = queue.create({}, "new").id
       before = Time.now.to_f
       events = ["started", {"fetched" => 200}, 42, ["a", {"b" => nil}], nil, "done"]
       events.each_with_index do |event, index|
@@ -511,19 +676,72 @@ describe Jiggler::JobQueue do
         queue.append_event(other, "other-#{index}")
       end
       job = queue.get(id)
-      assert_equal events, job.events.map(&:last)
+      assert_equal [created("new"), *events], job.events.map(&:last)
       assert_equal job.events, queue.events(id)
       times = job.events.map(&:first)
       assert_equal times.sort, times
       assert times.all? { |time| time.is_a?(Float) && time >= before - 1 && time <= Time.now.to_f + 1 }
-      assert_equal Array.new(6) { |index| "other-#{index}" }, queue.events(other).map(&:last)
+      assert_equal [created("new"), *Array.new(6) { |index| "other-#{index}" }], queue.events(other).map(&:last)
     end
 
     it "keeps the order of events appended by several processes' connections" do
-      id = queue.create({}, "new")
+      id = queue.create({}, "new").id
       writers = Array.new(3) { open_queue }
       50.times { |n| writers[n % 3].append_event(id, n) }
-      assert_equal (0...50).to_a, queue.events(id).map(&:last)
+      assert_equal (0...50).to_a, queue.events(id).map(&:last).drop(1)
+    end
+  end
+
+  # jobq's own tests, as a jobq user would port them: the same calls on an in-memory queue, the same checks.
+  describe "a program written for jobq" do
+    let(:db) { open_queue(":memory:") }
+    let(:payload) { "a basic payload" }
+
+    it "create does the thing" do
+      j = db.create(payload)
+      assert_kind_of Jiggler::JobQueue::Job, j
+      assert_equal [1, payload], [j.id, j.payload]
+    end
+
+    it "get after create returns the same value" do
+      j = db.create(payload)
+      assert_equal j, db.get(j.id)
+    end
+
+    it "polls the oldest first" do
+      j1 = db.create("payload 1")
+      db.create("payload 2")
+      db.create("payload 3")
+      j = db.poll(nil, ["assigned"])
+      assert_equal [j1.id, ["assigned"]], [j.id, j.state]
+    end
+
+    it "polls nothing when nothing matches" do
+      db.create("payload 1")
+      assert_nil db.poll({state: "other"}, ["assigned"])
+    end
+
+    it "appends an event, keeping the rest of the job" do
+      j = db.create(payload)
+      j_prime = db.append_event(j.id, "some user-defined event")
+      refute_equal j, j_prime
+      assert_equal [j.id, j.state], [j_prime.id, j_prime.state]
+      assert_operator j_prime.modified, :>, j.modified
+      assert_equal j.events, j_prime.events[0...-1]
+    end
+
+    it "CASes a job from one state to the next" do
+      j = db.create("job2", ["state", 2])
+      j_prime = db.cas_state(j.id, ["state", 2], ["state", 3])
+      assert_kind_of Jiggler::JobQueue::Job, j_prime
+      assert_equal [j.id, ["state", 3]], [j_prime.id, j_prime.state]
+      assert_operator j_prime.modified, :>, j.modified
+      assert_equal j.events, j_prime.events[0...-1]
+    end
+
+    it "fails a CAS from a stale state" do
+      j = db.create("job2", ["state", 2])
+      assert_nil db.cas_state(j.id, ["state", 1], ["state", 2])
     end
   end
 
@@ -538,7 +756,7 @@ describe Jiggler::JobQueue do
 
         assert_equal 50, ids.size
         assert_equal Array.new(50) { |n| {"n" => n} }, ids.map { |id| queue.get(id).payload }
-        assert_equal ["committed"], queue.events(ids.last).map(&:last)
+        assert_equal [created("new"), "committed"], queue.events(ids.last).map(&:last)
         assert_equal ids.first, queue.poll({state: "new"}, "taken").id
       end
     end

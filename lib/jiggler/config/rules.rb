@@ -39,6 +39,7 @@ module Jiggler
         when :queues then queues(value)
         when :mode then mode(value)
         when :processes then processes(value)
+        when :error_handlers, :death_handlers then handlers(key, value)
         else raise InvalidError, unknown_key_message(key)
         end
       end
@@ -161,6 +162,11 @@ module Jiggler
       def pool(key, value)
         return value if value.nil? || value.respond_to?(:acquire) || value.respond_to?(:with)
         fail!(key, "a connection pool that responds to #acquire (Async::Pool) or #with (ConnectionPool)", value)
+      end
+
+      def handlers(key, value)
+        return value.dup if value.is_a?(Array) && value.all? { |handler| handler.respond_to?(:call) }
+        fail!(key, "an Array of objects that respond to #call", value)
       end
 
       def fail!(key, allowed, value)

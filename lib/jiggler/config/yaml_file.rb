@@ -3,7 +3,8 @@
 module Jiggler
   class Config
     # Reads a YAML config file: ERB first, then plain string keys, with per-environment sections that override the
-    # top-level values.
+    # top-level values. Symbol keys (`:concurrency: 10`, as jiggler 0.1.0's files have) read as string keys; YAML
+    # may build no other Ruby objects.
     #
     #   concurrency: 5
     #   queues: [critical, [default, 1]]
@@ -21,6 +22,7 @@ module Jiggler
         settings = data.reject { |key, value| section?(key, value, path) }
         section = data[environment]
         if section.is_a?(Hash)
+          section = plain_keys(section)
           odd = section.keys.reject { |key| key.is_a?(String) }
           raise InvalidError, "config file #{path} has keys that are not setting names in #{environment}: #{odd.map(&:inspect).join(", ")}" if odd.any?
           settings.merge!(section)
@@ -32,8 +34,9 @@ module Jiggler
         # Loaded here, not with the gem: a process without a config file is spared psych's memory (about 1.2 MB).
         require "erb"
         require "yaml"
-        data = YAML.safe_load(evaluate(path, ::File.read(path)), aliases: true) || {}
+        data = YAML.safe_load(evaluate(path, ::File.read(path)), permitted_classes: [Symbol], aliases: true) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
+        data = plain_keys(data)
         odd = data.keys.reject { |key| key.is_a?(String) }
         raise InvalidError, "config file #{path} has keys that are not setting names: #{odd.map(&:inspect).join(", ")}" if odd.any?
         data
@@ -55,14 +58,19 @@ module Jiggler
         raise InvalidError, "config file #{path}: ERB at line #{line || "?"} raised #{error.class}: #{error.message.lines.first&.strip}"
       end
 
+      def plain_keys(hash) = hash.transform_keys { |key| key.is_a?(Symbol) ? key.to_s : key }
+
       # A top-level mapping under a key that is not a setting is an environment section, when it is empty or sets at
-      # least one setting; any other (`concurency: {a: 1}`) is a mistyped setting, refused rather than ignored.
+      # least one setting (or one of jiggler 0.1.0's); any other (`concurency: {a: 1}`) is a mistyped setting,
+      # refused rather than ignored.
       def section?(key, value, path)
         return false unless value.is_a?(Hash) && !DEFAULTS.key?(key.to_sym)
-        return true if value.empty? || value.keys.any? { |name| DEFAULTS.key?(name.to_s.to_sym) }
+        return true if value.empty? || value.keys.any? { |name| setting?(name.to_s.to_sym) }
         raise InvalidError, "config file #{path} has #{key.inspect}, which is neither a setting nor an environment section of settings " \
           "(#{value.keys.first(5).map(&:inspect).join(", ")} are not settings); known settings: #{DEFAULTS.keys.join(", ")}"
       end
+
+      def setting?(key) = DEFAULTS.key?(key) || FormerSettings.known?(key)
     end
   end
 end

@@ -8,9 +8,11 @@ module Jiggler
     class Dispatcher
       # @parameter buffer [Buffer] where the items come from.
       # @parameter pool [Pool] where they go.
-      def initialize(buffer, pool)
+      # @parameter logger [Logger | Nil] told if the thread dies of an error.
+      def initialize(buffer, pool, logger: nil)
         @buffer = buffer
         @pool = pool
+        @logger = logger
       end
 
       # Starts the thread; it runs until the buffer is closed and empty, or killed.
@@ -31,6 +33,9 @@ module Jiggler
         while (batch = @buffer.take)
           @pool.assign(*batch)
         end
+      rescue => error
+        @logger&.error("executor dispatcher #{Thread.current.name} stopped: #{error.class}: #{error.message}")
+        raise
       end
     end
   end

@@ -3,7 +3,8 @@
 module Jiggler
   class Executor
     # A checked, frozen set of executor settings, and the builder behind the chained initializers:
-    # `Executor.interval(0.1).threads(4).batch(true).new`. Each setter returns a new Options with that one value
+    # `Executor.interval(0.1).threads(4).batch(true).new`. A value of the wrong type raises TypeError, a value out of
+    # range ArgumentError, as proco's options do. Each setter returns a new Options with that one value
     # changed, so a partly built Options can be kept and extended in several ways; `new` builds the executor.
     class Options
       DEFAULTS = {
@@ -12,10 +13,13 @@ module Jiggler
         queue_size: 1000,
         interval: 0,
         batch: false,
-        batch_size: nil
+        batch_size: nil,
+        logger: nil
       }.freeze
+      LOG_LEVELS = %i[debug warn error].freeze
 
       # @parameter values [Hash] any of the keys of DEFAULTS.
+      # @raises [TypeError] for a value of the wrong type.
       # @raises [ArgumentError] for an unknown key or a value out of range.
       def initialize(**values)
         unknown = values.keys - DEFAULTS.keys
@@ -49,6 +53,10 @@ module Jiggler
       # @returns [Options]
       def batch_size(size) = with(batch_size: size)
 
+      # @parameter logger [Logger | Nil] where the executor logs its own warnings and errors; nil logs nothing.
+      # @returns [Options]
+      def logger(logger) = with(logger: logger)
+
       # Builds an executor with these settings.
       # @parameter overrides [Hash] settings to change on top, as for `Executor.new`.
       # @returns [Executor]
@@ -67,18 +75,27 @@ module Jiggler
       def check
         %i[threads queues queue_size].each { |key| positive_integer(key) }
         positive_integer(:batch_size) unless @values[:batch_size].nil?
+        check_interval
+        refuse_type(:batch, "true or false") unless [true, false].include?(@values[:batch])
+        logger = @values[:logger]
+        refuse_type(:logger, "a Logger (or nil)") unless logger.nil? || LOG_LEVELS.all? { |level| logger.respond_to?(level) }
+      end
+
+      def check_interval
         interval = @values[:interval]
-        unless interval.is_a?(Numeric) && interval.real? && interval >= 0 && interval.finite?
-          raise ArgumentError, "executor interval must be a number of seconds, 0 or more (got #{interval.inspect})"
-        end
-        return if [true, false].include?(@values[:batch])
-        raise ArgumentError, "executor batch must be true or false (got #{@values[:batch].inspect})"
+        refuse_type(:interval, "a number of seconds") unless interval.is_a?(Numeric) && interval.real?
+        return if interval >= 0 && interval.finite?
+        raise ArgumentError, "executor interval must be a number of seconds, 0 or more (got #{interval.inspect})"
       end
 
       def positive_integer(key)
         value = @values[key]
-        return if value.is_a?(Integer) && value.positive?
-        raise ArgumentError, "executor #{key} must be a positive Integer (got #{value.inspect})"
+        refuse_type(key, "a positive Integer") unless value.is_a?(Integer)
+        raise ArgumentError, "executor #{key} must be a positive Integer (got #{value.inspect})" unless value.positive?
+      end
+
+      def refuse_type(key, allowed)
+        raise TypeError, "executor #{key} must be #{allowed} (got #{@values[key].inspect})"
       end
     end
   end

@@ -8,10 +8,12 @@ module Jiggler
     class Pool
       # @parameter size [Integer] threads.
       # @parameter batch [Boolean] call the block with the array of items rather than the single item.
+      # @parameter logger [Logger | Nil] told of each error the block raises.
       # @parameter block [Proc] the work.
-      def initialize(size:, batch:, &block)
+      def initialize(size:, batch:, logger: nil, &block)
         @size = size
         @batch = batch
+        @logger = logger
         @block = block
         @jobs = Thread::Queue.new
         @idle = Thread::Queue.new
@@ -82,6 +84,8 @@ module Jiggler
         value = @batch ? @block.call(items) : @block.call(items.first)
         settle(futures) { |future| future.resolve(value) }
       rescue Exception => error # rubocop:disable Lint/RescueException -- not swallowed: `Future#get` re-raises it to the caller
+        # Logged too: an item submitted with `submit!` whose future nobody reads would fail without a trace.
+        @logger&.error("executor block raised #{error.class}: #{error.message} (#{items.size} item#{"s" unless items.size == 1}; their futures re-raise it)")
         settle(futures) { |future| future.reject(error) }
       end
 

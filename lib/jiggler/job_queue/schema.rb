@@ -2,12 +2,13 @@
 
 module Jiggler
   class JobQueue
-    # The tables of a jiggler SQLite file, by version. A new file gets them all; an older one is migrated step by step;
-    # a file that is not jiggler's, or is from a newer jiggler, is refused without being touched.
+    # The tables of a jiggler SQLite file, by version: the one place that defines them, for JobQueue and for the SQLite
+    # store built on it. A new file gets them all; an older one is migrated step by step; a file that is not jiggler's,
+    # or is from a newer jiggler, is refused without being touched.
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 4
+      VERSION = 5
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -44,9 +45,20 @@ module Jiggler
           CREATE TABLE results (jid TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
           CREATE INDEX results_by_expiry ON results (expires_at);
         SQL
+        # JobQueue's own jobs carry the time they were last modified, and `poll` takes the least recently modified
+        # first (by state, or by payload fields alone). The SQLite store's rows leave it NULL: the indexes hold only
+        # rows that have one, so the store's writes never touch them. Jobs created before this version (they have
+        # neither a queue nor a run_at) get their last event's time, or the time of the upgrade.
+        4 => <<~SQL,
+          ALTER TABLE jobs ADD COLUMN modified REAL;
+          UPDATE jobs SET modified = coalesce((SELECT max(at) FROM events WHERE events.job_id = jobs.id),
+            (julianday('now') - 2440587.5) * 86400.0) WHERE queue IS NULL AND run_at IS NULL;
+          CREATE INDEX jobs_by_state_modified ON jobs (state, modified) WHERE modified IS NOT NULL;
+          CREATE INDEX jobs_by_modified ON jobs (modified) WHERE modified IS NOT NULL;
+        SQL
         # Per-class job metrics by minute (minute 0 holds the totals since the file was made), and the quiet and stop
         # requests waiting for a process's next heartbeat.
-        4 => <<~SQL
+        5 => <<~SQL
           CREATE TABLE metrics (
             minute INTEGER NOT NULL,
             class TEXT NOT NULL,
@@ -58,6 +70,38 @@ module Jiggler
           CREATE INDEX process_signals_by_process ON process_signals (process);
         SQL
       }.freeze
+
+      module_function
+
+      # Creates or upgrades the tables; checks the file again inside the transaction, as another process may be
+      # doing the same.
+      # @parameter db [SQLite3::Database] not in a transaction.
+      # @parameter path [String] the file, for messages.
+      # @raises [OpenError] for a file that is not jiggler's, or is from a newer jiggler.
+      def migrate(db, path)
+        db.transaction(:immediate) do
+          version = check(db, path)
+          (version + 1..VERSION).each { |step| db.execute_batch(MIGRATIONS.fetch(step)) }
+          db.execute("PRAGMA application_id = #{APPLICATION_ID}")
+          db.execute("PRAGMA user_version = #{VERSION}")
+        end
+      end
+
+      # @returns [Integer] the file's schema version (0 for a new file).
+      # @raises [OpenError] for a file that is not jiggler's, or is from a newer jiggler; nothing is changed.
+      def check(db, path)
+        # One statement, one snapshot: another process may be creating the tables right now.
+        application, version, tables = db.get_first_row("SELECT (SELECT application_id FROM pragma_application_id), " \
+          "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)")
+        if application != APPLICATION_ID && (tables.positive? || application != 0)
+          raise OpenError, "#{path} is not a jiggler database (it holds other tables); nothing was changed"
+        end
+        if version > VERSION
+          raise OpenError, "#{path} was written by a newer jiggler (schema #{version}, this one knows #{VERSION}); " \
+            "upgrade jiggler or point it at another file"
+        end
+        version
+      end
     end
   end
 end

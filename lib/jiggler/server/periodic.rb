@@ -54,13 +54,13 @@ module Jiggler
 
       private
 
+      # A stop during the wait ends the loop there: no run after `stop`.
       def run
-        loop do
+        until @stopping
           started = Async::Clock.now
           @woken = false # a wake during the run below is kept, and cuts the next wait short
           back_off, sooner = tick
-          break if @stopping
-          wait(back_off || next_wait(started, sooner))
+          wait(back_off || next_wait(started, sooner)) unless @stopping
         end
       end
 

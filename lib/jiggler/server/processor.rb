@@ -5,6 +5,7 @@ require_relative "../payload"
 require_relative "../job"
 require_relative "../batch"
 require_relative "../result"
+require_relative "../handlers"
 require_relative "failure"
 
 module Jiggler
@@ -21,12 +22,17 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
+      # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
       # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
-      def initialize(logger:, interrupted: -> { true }, metrics: nil)
+      def initialize(logger:, interrupted: -> { true }, config: Jiggler.config, metrics: nil)
         @logger = logger
         @interrupted = interrupted
         @metrics = metrics
         @classes = {}
+        @reloads = Job.reloads
+        @wrapper = config.job_wrapper
+        @middleware = config.server_middleware unless config.server_middleware.empty?
+        @handlers = Handlers.new(config, logger)
       end
 
       # @parameter fetched [Fetched]
@@ -35,8 +41,15 @@ module Jiggler
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
         @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
-        Failure.malformed(fetched, error, Time.now.to_f)
+        Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record[3]), error) }
       else
+        @wrapper ? @wrapper.call { measured(fetched, job) } : measured(fetched, job)
+      end
+
+      private
+
+      # Performs a job, counting its run, with its duration, when per-class metrics are on.
+      def measured(fetched, job)
         return perform(fetched, job) unless @metrics
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
@@ -44,16 +57,20 @@ module Jiggler
         failure
       end
 
-      private
-
       def perform(fetched, job)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
         @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
-        klass, method, arity, ttl = @classes[job["name"]] ||= resolve(job["name"])
+        forget_classes if Job.reloads != @reloads
+        name = job["wrapper"] || job["name"]
+        klass, method, arity, ttl = @classes[name] ||= resolve(name)
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
-        value = instance.public_send(method, *args)
+        value = if @middleware
+          @middleware.invoke(instance, job, fetched.queue) { instance.public_send(method, *args) }
+        else
+          instance.public_send(method, *args)
+        end
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
@@ -74,6 +91,8 @@ module Jiggler
             "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
         end
         keep_failure(job) if dead
+        @handlers.failed(error, job, fetched.queue)
+        @handlers.died(job, error) if dead
         record
       rescue JSON::GeneratorError => problem
         unwritable(fetched, job, error, problem)
@@ -100,8 +119,9 @@ module Jiggler
 
       # The arguments to call `method` (perform, or perform_batch for a batch class) with, checked against its arity.
       # A job of a batch class that arrives on its own (enqueued before the class set batch_size) is performed as a
-      # batch of one.
+      # batch of one. A wrapper class (named by the payload's "wrapper", as Active Job's is) gets the whole payload.
       def arguments(job, method, arity)
+        return [job] if job["wrapper"]
         args = job["args"]
         if method == :perform_batch
           args = [Batch.batch?(job) ? args : [args]]
@@ -124,6 +144,12 @@ module Jiggler
         end
         jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
         Jiggler.store.save_results(jids.map { |jid| [jid, json] }, ttl)
+      end
+
+      # Empties the cache of job classes once the app's code was reloaded, so new jobs run the new code.
+      def forget_classes
+        @classes.clear
+        @reloads = Job.reloads
       end
 
       # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.

@@ -149,7 +149,10 @@ module Jiggler
 
       # The registered processes whose registration expired. @returns [Array(String)]
       def dead_processes
-        with { |db| db.execute("SELECT id FROM processes WHERE expires_at <= ?", [Time.now.to_f]).flatten }
+        # Read in a write transaction, so that it waits for another writer's lock as heartbeats do: while a lock holds
+        # every heartbeat back, registrations expire without their processes dying, and a reaper that waited too
+        # takes the expiries it then sees with the grace it gives any outage (Reaper#registrations_trusted?).
+        write { |queue_db| queue_db.db.execute("SELECT id FROM processes WHERE expires_at <= ?", [Time.now.to_f]).flatten }
       end
 
       # Drops a dead process from the registry once it holds no job in flight.

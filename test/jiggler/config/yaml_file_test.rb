@@ -62,6 +62,10 @@ describe Jiggler::Config::YAMLFile do
     assert_equal({concurrency: 5}, load("concurrency: 5\nstaging: {}\nproduction:\n  concurrency: 1\n  nope: 2\n"))
   end
 
+  it "takes a section that sets only jiggler 0.1.0's setting names for an environment section" do
+    assert_equal({max_dead_jobs: 7}, load("staging:\n  :max_dead_jobs: 7\n", "staging"))
+  end
+
   it "lets the current environment's section override top-level values" do
     text = "concurrency: 5\ntimeout: 10\nproduction:\n  concurrency: 20\n  queues: [critical]\n"
     assert_equal({concurrency: 20, timeout: 10, queues: ["critical"]}, load(text, "production"))
@@ -110,7 +114,17 @@ describe Jiggler::Config::YAMLFile do
 
   it "raises InvalidError naming the path for YAML that would build Ruby objects" do
     assert_invalid(write("concurrency: !ruby/object:Object {}\n"))
-    assert_invalid(write(":concurrency: 5\n"))
+    assert_invalid(write(":concurrency: !ruby/object:OpenStruct {}\n"))
+    assert_invalid(write("concurrency: !ruby/regexp /a/\n"))
+  end
+
+  it "reads jiggler 0.1.0's symbol keys (its spec fixture) as settings, sections included" do
+    text = ":concurrency: 1\n:queues:\n  - [users, 0]\n  - [blep, 3]\n:production:\n  :concurrency: 4\n"
+    assert_equal({concurrency: 1, queues: [["users", 0], ["blep", 3]]}, load(text))
+    assert_equal({concurrency: 4, queues: [["users", 0], ["blep", 3]]}, load(text, "production"))
+    config = Jiggler::Config.new
+    config.apply_file(load(":mode: :at_most_once\n:queues:\n  - :mail\n"))
+    assert_equal [:at_most_once, %w[mail]], [config[:mode], config.queue_names]
   end
 
   it "raises InvalidError naming the path when the file is not a mapping" do

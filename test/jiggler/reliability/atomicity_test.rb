@@ -11,35 +11,18 @@ require_relative "helper"
 # last act), else it was lost. A job may run again after a crash (at-least-once): a job that ran to its end but was
 # not yet acknowledged when its process died is back in its queue and runs again; that is a second run, not a second
 # place. A job that always fails never runs to its end, so it must always be found in exactly one place.
-module AtomicityTest
-  # One consistent view of everything (a Lua script runs alone): every payload in the namespace's queues, in-flight
-  # records, scheduled, retry and dead sets, and the jobs' record of runs. KEYS is fine here: this is the test reading.
-  SNAPSHOT = <<~LUA
-    local prefix, record = ARGV[1], ARGV[2]
-    local places = {}
-    for _, key in ipairs(redis.call("KEYS", prefix .. "queue:*")) do
-      for _, payload in ipairs(redis.call("LRANGE", key, 0, -1)) do table.insert(places, {"queue", payload}) end
-    end
-    for _, key in ipairs(redis.call("KEYS", prefix .. "in_flight:*")) do
-      for _, payload in ipairs(redis.call("HVALS", key)) do table.insert(places, {"in_flight", payload}) end
-    end
-    for _, set in ipairs({"scheduled", "retry", "dead"}) do
-      for _, payload in ipairs(redis.call("ZRANGE", prefix .. set, 0, -1)) do table.insert(places, {set, payload}) end
-    end
-    return {places, redis.call("LRANGE", record, 0, -1)}
-  LUA
-end
-
-describe "atomicity under kill -9" do
+StoreTarget.describe_each("atomicity under kill -9") do
   include ReliabilityHelper
 
+  # Places are read in one atomic step, then the record: a job that left the store before that step recorded
+  # "done:" before it left, so the record read after shows it.
   # @returns [Array(Hash(String, Array(String)), Hash(String, Integer))] places per jid, and completed runs per jid.
   def snapshot
-    places, runs = redis.call("EVAL", AtomicityTest::SNAPSHOT, 0, "{#{@namespace}}:", "#{@namespace}:recorded")
+    places = @target.places(store)
     by_jid = places.each_with_object(Hash.new { |hash, key| hash[key] = [] }) do |(place, payload), result|
       result[JSON.parse(payload)["jid"]] << place
     end
-    [by_jid, runs.grep(/\Adone:/).map { |entry| entry.delete_prefix("done:") }.tally]
+    [by_jid, recorded.grep(/\Adone:/).map { |entry| entry.delete_prefix("done:") }.tally]
   end
 
   # Asserts the invariant for every job; returns the snapshot.
@@ -73,7 +56,7 @@ describe "atomicity under kill -9" do
       server.signal(:KILL)
       server.wait(timeout: 5)
       assert_each_in_one_place(succeeding, failing, "seed #{seed}, after kill #{round + 1}")
-      redis.call("HLEN", "{#{@namespace}}:in_flight:#{server_id(server)}")
+      store.in_flight_count(server_id(server))
     end
 
     # A last server recovers what the killed ones held, and runs the rest.
@@ -91,10 +74,10 @@ describe "atomicity under kill -9" do
     assert_equal retried.to_h { |jid| [jid, ["retry"]] }, places.slice(*retried), "failing jobs with retries left are in the retry set"
     assert_equal killed.to_h { |jid| [jid, ["dead"]] }, places.slice(*killed), "failing jobs without retries are dead"
     again = runs.values.sum - runs.size
-    puts format("\natomicity (seed %d): %d kills, holding %s jobs in flight; %d succeeding jobs ran to their end again",
-      seed, kills, held.inspect, again)
+    puts format("\natomicity on %s (seed %d): %d kills, holding %s jobs in flight; %d succeeding jobs ran to their end again",
+      target_name, seed, kills, held.inspect, again)
     assert_operator held.sum, :>, 0, "some kills should have caught jobs in flight"
     assert_operator again, :<=, kills * 4, "only jobs in flight at a kill (concurrency 4) may run again"
-    assert_empty redis.call("KEYS", "{#{@namespace}}:in_flight:*")
+    assert_empty @servers.filter_map { |server| server_id(server) }.reject { |id| store.in_flight_count(id).zero? }
   end
 end

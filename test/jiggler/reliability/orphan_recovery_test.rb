@@ -5,10 +5,8 @@ require_relative "helper"
 # The jobs of a process that died (kill -9) go back to their queues within recovery_timeout and run on a live process;
 # each such delivery counts as a crash, and a job that keeps killing its process ends in the dead set. A process is
 # dead only when its heartbeat expired: a CPU-bound job does not make it look dead.
-describe "orphan recovery" do
+StoreTarget.describe_each("orphan recovery") do
   include ReliabilityHelper
-
-  def in_flight_jobs(server) = redis.call("HGETALL", "{#{@namespace}}:in_flight:#{server_id(server)}")
 
   def started?(value, times) = recorded_count("start:#{value}") >= times
 
@@ -25,7 +23,7 @@ describe "orphan recovery" do
   end
 
   it "returns the jobs of processes killed with kill -9 within 15 s by default, to a live process, without SCAN" do
-    redis.call("CONFIG", "RESETSTAT")
+    redis.call("CONFIG", "RESETSTAT") unless sqlite?
     values = %w[v0 v1 v2 v3]
     # One victim per queue, so that each victim holds one known job; default recovery_timeout everywhere.
     values.each { |value| Reliability::SleepJob.with_options(queue: value).enqueue(value, 60) }
@@ -45,20 +43,20 @@ describe "orphan recovery" do
 
     sorted = times.sort
     median = (sorted[1] + sorted[2]) / 2
-    puts format("\norphan recovery after kill -9, default recovery_timeout (15 s), %d kills: %s s; median %.1f s, max %.1f s",
-      times.size, times.map { |time| time.round(1) }.inspect, median, sorted.last)
+    puts format("\norphan recovery on %s after kill -9, default recovery_timeout (15 s), %d kills: %s s; median %.1f s, max %.1f s",
+      target_name, times.size, times.map { |time| time.round(1) }.inspect, median, sorted.last)
     assert_operator sorted.last, :<, 15, "every job should be running again on the live process within 15 s"
 
-    held = in_flight_jobs(live).values.map { |payload| JSON.parse(payload) }
+    held = held_jobs(live)
     assert_equal values.sort, held.map { |job| job["args"].first }.sort, "the live process holds the recovered jobs"
     assert_equal [1] * values.size, held.map { |job| job["crashes"] }, "each recovery counts as one crash"
     assert_equal values.to_h { |value| [value, 2] }, values.to_h { |value| [value, recorded_count("start:#{value}")] },
       "each job ran once on its victim and once on the live process, no more"
     assert_empty store.queue_sizes
-    victims.each { |victim| assert_empty in_flight_jobs(victim), "the victim's in-flight record is gone" }
+    victims.each { |victim| assert_empty held_by(victim), "the victim's in-flight record is gone" }
     assert_equal [server_id(live)], Jiggler.summary["processes"].keys, "dead processes leave the registry"
     assert_match(/reaper: process \S+ died; 1 of its jobs are back in their queues/, live.log)
-    refute_keyspace_walk(redis)
+    refute_keyspace_walk(redis) unless sqlite?
   end
 
   it "honours a shorter recovery_timeout and counts every crash delivery" do
@@ -71,12 +69,14 @@ describe "orphan recovery" do
     first.signal(:KILL)
     times = wait_for_restarts(%w[a b], times: 2, since: killed_at, timeout: 10)
     assert_operator times.max, :<, 2 + 0.5, "recovery_timeout 2 s: the jobs should run again within about 2 s"
-    assert_equal [1, 1], in_flight_jobs(second).values.map { |payload| JSON.parse(payload)["crashes"] }
+    assert_equal [1, 1], held_jobs(second).map { |job| job["crashes"] }
+    assert_equal [[first.pid, second.pid]] * 2, %w[a b].map { |value| recorded_by("start:#{value}") }
+    held_jobs(second).each { |job| assert_equal %w[enqueued started requeued started], history_types(job["jid"]) } if sqlite?
 
     third = start_reliable("-c", "2", recovery_timeout: 2)
     second.signal(:KILL)
     wait_for_restarts(%w[a b], times: 3, since: now, timeout: 10)
-    assert_equal [2, 2], in_flight_jobs(third).values.map { |payload| JSON.parse(payload)["crashes"] },
+    assert_equal [2, 2], held_jobs(third).map { |job| job["crashes"] },
       "the second crash counts too"
     assert_equal 0, Jiggler.summary["dead_jobs_count"], "2 crashes are below max_crashes (3)"
   end
@@ -95,13 +95,14 @@ describe "orphan recovery" do
     assert_match(/Reliability::KillJob was running in 3 processes that died/, dead["error_message"])
     assert_equal 3, dead["crashes"]
     assert_equal 3, recorded_count("kill:poison"), "it ran exactly 3 times"
+    assert_equal %w[enqueued started requeued started requeued started failed dead], history_types(jid) if sqlite?
 
     survivor = start_reliable("-c", "2", recovery_timeout: 2)
     Reliability::RecordJob.enqueue_bulk([["after-1"], ["after-2"]])
     wait_for(message: "jobs after the poison job") { recorded_count("run:after-1") == 1 && recorded_count("run:after-2") == 1 }
     assert survivor.running?
     assert_empty store.queue_sizes
-    wait_for(message: "no job left in flight anywhere") { redis.call("KEYS", "{#{@namespace}}:in_flight:*").empty? }
+    wait_for(message: "no job left in flight anywhere") { @servers.filter_map { |server| server_id(server) }.all? { |id| store.in_flight_count(id).zero? } }
     assert_equal 1, Jiggler.summary["dead_jobs_count"]
   end
 
@@ -120,7 +121,7 @@ describe "orphan recovery" do
     wait_for(message: "the busy job acknowledged") { Jiggler.summary["processed_count"] == 1 }
     assert_equal ["start:cpu", "done:cpu"], recorded, "the job ran exactly once"
     refute_match(/reaper: process/, other.log, "the busy process must not have been taken for dead")
-    assert_empty in_flight_jobs(busy)
+    assert_empty held_by(busy)
     assert_equal [server_id(busy), server_id(other)].sort, Jiggler.summary["processes"].keys.sort
   end
 end

@@ -7,7 +7,7 @@ require_relative "helper"
 # (A job that kills its own process is in orphan_recovery_test.rb: it is dead after max_crashes deliveries.)
 #
 # The servers run with one worker: a job that broke its worker would stop everything after it.
-describe "poison jobs" do
+StoreTarget.describe_each("poison jobs") do
   include ReliabilityHelper
 
   def raw_job(name, args, **extra)
@@ -16,7 +16,8 @@ describe "poison jobs" do
 
   def jid_of(payload) = JSON.parse(payload)["jid"]
 
-  def in_flight_keys = redis.call("KEYS", "{#{@namespace}}:in_flight:*").reject { |key| redis.call("HLEN", key).zero? }
+  # The processes (live or dead) that hold jobs in flight.
+  def holders = (store.processes.keys + store.dead_processes).reject { |process| store.in_flight_count(process).zero? }
 
   # Makes every retry due at once, as if its back-off had passed, until `block` is true.
   def retry_until(timeout: 8, message: "condition", &block)
@@ -30,7 +31,7 @@ describe "poison jobs" do
   def assert_still_working(server)
     Reliability::RecordJob.enqueue("good")
     wait_for(timeout: 5, message: "a good job after the poison ones") { recorded_count("run:good") == 1 }
-    wait_for(message: "nothing left in flight") { in_flight_keys.empty? }
+    wait_for(message: "nothing left in flight") { holders.empty? }
     assert server.running?
     assert_empty store.queue_sizes
     assert_equal 0, Jiggler.summary["retry_jobs_count"]
@@ -114,8 +115,8 @@ describe "poison jobs" do
 
   it "sends garbage in the retry and scheduled sets to the dead set, not around in circles" do
     server = start_reliable("-c", "1")
-    redis.call("ZADD", store.keys.retry, Time.now.to_f, "{retry garbage")
-    redis.call("ZADD", store.keys.scheduled, Time.now.to_f, "[1, 2]")
+    @target.plant(store, :retry, Time.now.to_f, "{retry garbage")
+    @target.plant(store, :scheduled, Time.now.to_f, "[1, 2]")
     wait_for(message: "the garbage dead") { Jiggler.summary["dead_jobs_count"] == 2 }
     assert_equal ["[1, 2]", "{retry garbage"], set_jobs(:dead).map { |job| job["raw"] }.sort
     assert_equal 0, Jiggler.summary["scheduled_jobs_count"]
@@ -129,14 +130,14 @@ describe "poison jobs" do
     good = raw_job("Reliability::RecordJob", ["orphan"])
     odd = raw_job("Reliability::RecordJob", ["odd"], "crashes" => [])
     store.push("default", [good, "{unreadable", odd])
-    store.fetch(dead_process, ["default"], limit: 3, token: 0)
-    redis.call("ZADD", store.keys.processes, Time.now.to_f - 60, dead_process)
+    hold(dead_process, "default", 3)
+    register_dead(dead_process)
     assert_equal 3, store.in_flight_count(dead_process)
 
     server = start_reliable("-c", "1", recovery_timeout: 1)
     wait_for(timeout: 5, message: "the orphans recovered") { recorded_count("run:orphan") == 1 && recorded_count("run:odd") == 1 }
     wait_for(message: "the dead process forgotten") do
-      store.in_flight_count(dead_process).zero? && redis.call("ZRANGE", store.keys.processes, 0, -1) == [server_id(server)]
+      store.in_flight_count(dead_process).zero? && store.dead_processes.empty? && store.processes.keys == [server_id(server)]
     end
     assert_equal ["{unreadable"], set_jobs(:dead).map { |job| job["raw"] }
     assert_still_working(server)

@@ -3,14 +3,11 @@
 require_relative "helper"
 
 # Stopping and quieting: TERM puts what did not finish within `timeout` back in its queue exactly once; a stopping
-# process always exits within timeout + 5 s, even with a job that holds the reactor or with Redis down; a quiet
-# process (TSTP) keeps its jobs, and keeps beating, however long they run.
-describe "shutdown and quiet" do
-  include ReliabilityHelper
-
+# process always exits within timeout + 5 s, even with a job that holds the reactor or with its store unreachable; a
+# quiet process (TSTP) keeps its jobs, and keeps beating, however long they run. (With the SQLite file locked at TERM:
+# sqlite_faults_test.rb.)
+module ShutdownTest
   def queue_entries(queue) = store.queue_entries(queue, limit: 1_000)
-
-  def in_flight_of(server, client = redis) = client.call("HGETALL", "{#{@namespace}}:in_flight:#{server_id(server)}")
 
   # Sends TERM and returns the exit status and the seconds until the process exited.
   def terminate(server, timeout:)
@@ -19,6 +16,11 @@ describe "shutdown and quiet" do
     status = server.wait(timeout: timeout + 2)
     [status, now - sent]
   end
+end
+
+StoreTarget.describe_each("shutdown and quiet") do
+  include ReliabilityHelper
+  include ShutdownTest
 
   it "puts the jobs still running after the timeout back in their queue exactly once, while other processes reap" do
     # Another process, with a reaper checking every 0.2 s, runs the whole time on another queue.
@@ -32,7 +34,7 @@ describe "shutdown and quiet" do
     assert_equal 0, status, "every job was put back: exit 0"
     assert_operator took, :<, 1 + 5
     assert_equal originals, queue_entries("long").sort, "the interrupted jobs, unchanged, once each"
-    assert_empty in_flight_of(server)
+    assert_empty held_by(server)
     assert_equal [server_id(other)], Jiggler.summary["processes"].keys
 
     # Longer than a registration TTL (0.7 s) plus a reaper interval: nothing may put the jobs back a second time.
@@ -40,6 +42,54 @@ describe "shutdown and quiet" do
     assert_equal originals, queue_entries("long").sort
     refute_match(/reaper: process/, other.log)
   end
+
+  it "exits within timeout + 5 s when a CPU-bound job cannot be interrupted; another process recovers the job" do
+    server = start_reliable("-c", "2", "-t", "1", recovery_timeout: 2)
+    Reliability::BusyJob.enqueue("cpu", 8)
+    wait_for(message: "the busy job to start") { recorded_count("start:cpu") == 1 }
+
+    # TERM at once: the job holds the reactor for 8 s, and the exit must come before it ends (a busy machine may take
+    # seconds to boot another server, so the rescuer starts after).
+    status, took = terminate(server, timeout: 1 + 5)
+    puts format("\nTERM with a CPU-bound job on %s (timeout 1 s): exited with status %p after %.1f s", target_name, status, took)
+    refute_nil status, "the process should have exited within timeout + 5 s"
+    assert_operator took, :<, 1 + 5
+    assert_equal 1, status, "a forced exit is a failure"
+    assert_match(/did not stop within/, server.log)
+
+    rescuer = start_reliable("-c", "2", recovery_timeout: 2)
+    wait_for(timeout: 5, message: "the job to run again on the other process") { recorded_count("start:cpu") == 2 }
+    held = held_jobs(rescuer)
+    assert_equal [["cpu", 1]], held.map { |job| [job["args"].first, job["crashes"]] }, "recovered once, as a crash"
+    assert_empty queue_entries("default")
+  end
+
+  it "never lets another process take the jobs of a quiet process, however long they run" do
+    quiet = start_reliable("-c", "2", recovery_timeout: 2)
+    Reliability::SleepJob.enqueue("long", 3) # longer than recovery_timeout, and than the registration TTL (1.3 s)
+    wait_for(message: "the long job to start") { recorded_count("start:long") == 1 }
+    quiet.signal(:TSTP)
+    wait_for(message: "the quiet log line") { quiet.log.include?("quiet:") }
+    other = start_reliable("-c", "2", recovery_timeout: 2)
+    Reliability::RecordJob.enqueue("after-quiet")
+    wait_for(message: "the other process to run the new job") { recorded_count("run:after-quiet") == 1 }
+
+    wait_for(message: "the long job to finish") { recorded_count("done:long") == 1 }
+    wait_for(message: "its acknowledgement") { Jiggler.summary["processed_count"] == 2 }
+    assert_equal 1, recorded_count("start:long"), "the long job ran once"
+    refute_match(/reaper: process/, other.log, "the quiet process was never taken for dead")
+    assert_equal [server_id(quiet), server_id(other)].sort, Jiggler.summary["processes"].keys.sort
+    assert_empty held_by(quiet)
+
+    status, = terminate(quiet, timeout: 5)
+    assert_equal 0, status
+    assert_equal [server_id(other)], Jiggler.summary["processes"].keys
+  end
+end
+
+describe "shutdown with Redis faults" do
+  include ReliabilityHelper
+  include ShutdownTest
 
   it "puts its jobs back and exits 0 when Redis dropped its connections just before the TERM" do
     Reliability::SleepJob.with_options(queue: "long").enqueue_bulk([["a", 60], ["b", 60]])
@@ -53,26 +103,7 @@ describe "shutdown and quiet" do
     status, = terminate(server, timeout: 1 + 5)
     assert_equal 0, status, "the requeue retries on a new connection:\n#{server.log}"
     assert_equal originals, queue_entries("long").sort
-    assert_empty in_flight_of(server)
-  end
-
-  it "exits within timeout + 5 s when a CPU-bound job cannot be interrupted; another process recovers the job" do
-    server = start_reliable("-c", "2", "-t", "1", recovery_timeout: 2)
-    Reliability::BusyJob.enqueue("cpu", 8)
-    wait_for(message: "the busy job to start") { recorded_count("start:cpu") == 1 }
-    rescuer = start_reliable("-c", "2", recovery_timeout: 2)
-
-    status, took = terminate(server, timeout: 1 + 5)
-    puts format("\nTERM with a CPU-bound job (timeout 1 s): exited with status %p after %.1f s", status, took)
-    refute_nil status, "the process should have exited within timeout + 5 s"
-    assert_operator took, :<, 1 + 5
-    assert_equal 1, status, "a forced exit is a failure"
-    assert_match(/did not stop within/, server.log)
-
-    wait_for(timeout: 5, message: "the job to run again on the other process") { recorded_count("start:cpu") == 2 }
-    held = in_flight_of(rescuer).values.map { |payload| JSON.parse(payload) }
-    assert_equal [["cpu", 1]], held.map { |job| [job["args"].first, job["crashes"]] }, "recovered once, as a crash"
-    assert_empty queue_entries("default")
+    assert_empty held_by(server)
   end
 
   it "exits within timeout + 5 s when Redis is down, and the jobs it could not put back are recovered once" do
@@ -92,33 +123,8 @@ describe "shutdown and quiet" do
     reset_client
     rescuer = start_reliable("-c", "5", redis_url: own.url, recovery_timeout: 2)
     wait_for(timeout: 5, message: "both jobs to run again") { %w[a b].all? { |value| recorded_count("start:#{value}") == 2 } }
-    admin = RedisClient.new(url: own.url)
-    assert_equal [1, 1], in_flight_of(rescuer, admin).values.map { |payload| JSON.parse(payload)["crashes"] }
-    assert_empty in_flight_of(server, admin)
+    assert_equal [1, 1], held_jobs(rescuer).map { |job| job["crashes"] }
+    assert_empty held_by(server)
     assert_empty Jiggler.summary["queues"]
-  ensure
-    admin&.close
-  end
-
-  it "never lets another process take the jobs of a quiet process, however long they run" do
-    quiet = start_reliable("-c", "2", recovery_timeout: 2)
-    Reliability::SleepJob.enqueue("long", 3) # longer than recovery_timeout, and than the registration TTL (1.3 s)
-    wait_for(message: "the long job to start") { recorded_count("start:long") == 1 }
-    quiet.signal(:TSTP)
-    wait_for(message: "the quiet log line") { quiet.log.include?("quiet:") }
-    other = start_reliable("-c", "2", recovery_timeout: 2)
-    Reliability::RecordJob.enqueue("after-quiet")
-    wait_for(message: "the other process to run the new job") { recorded_count("run:after-quiet") == 1 }
-
-    wait_for(message: "the long job to finish") { recorded_count("done:long") == 1 }
-    wait_for(message: "its acknowledgement") { Jiggler.summary["processed_count"] == 2 }
-    assert_equal 1, recorded_count("start:long"), "the long job ran once"
-    refute_match(/reaper: process/, other.log, "the quiet process was never taken for dead")
-    assert_equal [server_id(quiet), server_id(other)].sort, Jiggler.summary["processes"].keys.sort
-    assert_empty in_flight_of(quiet)
-
-    status, = terminate(quiet, timeout: 5)
-    assert_equal 0, status
-    assert_equal [server_id(other)], Jiggler.summary["processes"].keys
   end
 end

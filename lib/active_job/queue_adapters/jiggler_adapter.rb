@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require "active_job"
+require "jiggler"
+
+module ActiveJob
+  module QueueAdapters
+    # Active Job on jiggler: `config.active_job.queue_adapter = :jiggler`.
+    #
+    # Each job is stored under its own class name and arguments (so the dashboard, the summary and the logs show
+    # `InvoiceJob` and its arguments), with Active Job's other fields beside them, and run by JobWrapper. Retries are
+    # Active Job's (`retry_on`): jiggler does not retry on its own (`retries: 0`), so an error that escapes the job,
+    # its retries used up or never rescued, sends it to jiggler's dead set with the error. Job priorities are kept
+    # with the job but not used: jiggler orders work by queue priority.
+    class JigglerAdapter < (defined?(AbstractAdapter) ? AbstractAdapter : Object)
+      # The class that runs Active Job jobs on a jiggler server.
+      class JobWrapper
+        include Jiggler::Job
+
+        # Runs the Active Job job stored in `job`, a jiggler payload.
+        # @parameter job [Hash]
+        def perform(job)
+          data = job["active_job"].merge("arguments" => job["args"], "provider_job_id" => job["jid"])
+          Base.execute(data)
+        end
+      end
+
+      # Enqueues a job to run now.
+      def enqueue(job) = enqueue_all([job])
+
+      # Enqueues a job to run at `timestamp` (epoch seconds).
+      def enqueue_at(job, timestamp) = push([job], [timestamp.to_f])
+
+      # Enqueues many jobs in one round trip per queue (`perform_all_later`).
+      # @returns [Integer] how many were enqueued.
+      def enqueue_all(jobs) = push(jobs, jobs.map { |job| scheduled_at(job) })
+
+      private
+
+      def push(jobs, times)
+        jids = Jiggler.client.push_jobs(jobs.each_with_index.map { |job, index| payload(job, times[index]) })
+        jobs.each_with_index do |job, index|
+          job.provider_job_id = jids[index]
+          job.successfully_enqueued = !jids[index].nil? if job.respond_to?(:successfully_enqueued=)
+        end
+        jids.compact.size
+      end
+
+      # The jiggler payload of a job; its queue name and serialized arguments are checked as any jiggler job's.
+      # @raises [ArgumentError] naming the problem.
+      def payload(job, at)
+        data = job.serialize
+        name = data.fetch("job_class")
+        Jiggler::Job::Options.check(:queue, job.queue_name.to_s)
+        Jiggler::Payload.check_args!(name, data["arguments"])
+        payload = {"jid" => SecureRandom.hex(12), "name" => name, "args" => data.delete("arguments"),
+                   "queue" => job.queue_name.to_s, "retries" => 0, "created_at" => Time.now.to_f,
+                   "wrapper" => JobWrapper.name, "active_job" => data}
+        payload["at"] = at if at
+        payload
+      end
+
+      # When the job is to run, in epoch seconds, or nil for now (Rails 7.1 keeps the Time aside from scheduled_at).
+      def scheduled_at(job)
+        time = job.respond_to?(:_scheduled_at_time) ? job._scheduled_at_time : job.scheduled_at
+        time&.to_f
+      end
+    end
+  end
+end

@@ -1,0 +1,40 @@
+# frozen_string_literal: true
+
+require_relative "../job"
+
+module Jiggler
+  module Testing
+    # Performs kept jobs in the test's own process, as a server would: through the server middleware, a wrapper class
+    # given the whole payload, a batch class its items together.
+    module Runner
+      module_function
+
+      # Performs one job.
+      # @parameter job [Hash] a payload Hash.
+      # @returns [Object] what `perform` returned.
+      def run(job) = perform(job, job["wrapper"] ? [job] : job["args"])
+
+      # Performs the jobs of one class in order, taking each off the list first, until the list is empty (jobs they
+      # enqueue included). A batch class performs up to `batch_size` items per `perform_batch`.
+      # @returns [Integer] how many jobs ran.
+      def drain(name, list)
+        size = Object.const_get(name).then { |klass| klass.respond_to?(:job_options) && klass.job_options[:batch_size] }
+        ran = 0
+        until list.empty?
+          items = list.shift(size || 1)
+          size ? perform(items.first, [items.map { |job| job["args"] }], :perform_batch) : run(items.first)
+          ran += items.size
+        end
+        ran
+      end
+
+      def perform(job, args, method = :perform)
+        instance = Object.const_get(job["wrapper"] || job["name"]).new
+        instance.jid = job["jid"]
+        middleware = Jiggler.config.server_middleware
+        return instance.public_send(method, *args) if middleware.empty?
+        middleware.invoke(instance, job, job["queue"]) { instance.public_send(method, *args) }
+      end
+    end
+  end
+end

@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "async"
+require "jiggler/server/processor"
+require "jiggler/server/fetched"
+
+# Middleware for the client and server chains, as an app would write them.
+module MiddlewareTest
+  SEEN = []
+
+  # Adds a field to every job and skips the jobs whose first argument is "skip".
+  class Stamp
+    def initialize(tenant) = @tenant = tenant
+
+    def call(job, queue)
+      SEEN << [:client, job["name"], queue, job.key?("at")]
+      return if job["args"].first == "skip"
+      job["tenant"] = @tenant
+      yield
+    end
+  end
+
+  class Around
+    def call(instance, job, queue)
+      SEEN << [:before, instance.class.name, job["tenant"], queue]
+      yield.tap { SEEN << [:after, instance.jid] }
+    end
+  end
+
+  class Work
+    include Jiggler::Job
+
+    def perform(value) = SEEN << [:perform, value]
+  end
+end
+
+describe "middleware" do
+  before { MiddlewareTest::SEEN.clear }
+
+  def queued(queue = "default") = store.queue_entries(queue).map { |json| Jiggler::Payload.load(json) }
+
+  describe "the client chain" do
+    before { Jiggler.configure { |config| config.client_middleware { |chain| chain.add(MiddlewareTest::Stamp, "acme") } } }
+
+    it "runs around enqueue, adding fields to the stored job" do
+      jid = MiddlewareTest::Work.enqueue("a")
+      job = queued.first
+      assert_equal [jid, "acme", ["a"]], job.values_at("jid", "tenant", "args")
+      assert_equal [[:client, "MiddlewareTest::Work", "default", false]], MiddlewareTest::SEEN
+    end
+
+    it "stops a push when a middleware does not yield: nil instead of an id" do
+      jids = MiddlewareTest::Work.enqueue_bulk([["skip"], ["b"], ["skip"]])
+      assert_equal [nil, String, nil], jids.map { |jid| jid&.class }
+      assert_equal [["b"]], queued.map { |job| job["args"] }
+    end
+
+    it "runs around scheduled jobs and other queues too" do
+      MiddlewareTest::Work.enqueue_in(60, "later")
+      MiddlewareTest::Work.with_options(queue: "other").enqueue("now")
+      assert_equal [true, false], MiddlewareTest::SEEN.map(&:last)
+      assert_equal "acme", queued("other").first["tenant"]
+      assert_equal 1, Jiggler.summary["scheduled_jobs_count"]
+    end
+  end
+
+  describe "the job wrapper" do
+    it "runs around the whole job, from the lookup of its class to its failure record" do
+      wrapper = Object.new
+      def wrapper.call
+        MiddlewareTest::SEEN << :enter
+        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome&.at(1)] }
+      end
+      Jiggler.configure { |config| config.job_wrapper = wrapper }
+      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), config: Jiggler.config.freeze)
+      run = ->(name) { processor.call(Jiggler::Server::Fetched.new("1|q", Jiggler::Payload.dump({"jid" => "j", "name" => name, "args" => [2]}))) }
+      run.call("MiddlewareTest::Work")
+      run.call("MiddlewareTest::Missing")
+      assert_equal [:enter, [:perform, 2], [:leave, nil], :enter, [:leave, "retry"]], MiddlewareTest::SEEN
+    end
+
+    it "must respond to call" do
+      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.config.job_wrapper = :executor }
+      assert_includes error.message, "job_wrapper must respond to #call"
+    end
+  end
+
+  describe "the server chain" do
+    it "runs around perform with the job instance, its payload and queue" do
+      Jiggler.configure { |config| config.server_middleware { |chain| chain.add(MiddlewareTest::Around) } }
+      processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), config: Jiggler.config.freeze)
+      payload = Jiggler::Payload.dump({"jid" => "j1", "name" => "MiddlewareTest::Work", "args" => [1], "tenant" => "t"})
+      assert_nil processor.call(Jiggler::Server::Fetched.new("1|critical", payload))
+      expected = [[:before, "MiddlewareTest::Work", "t", "critical"], [:perform, 1], [:after, "j1"]]
+      assert_equal expected, MiddlewareTest::SEEN
+    end
+  end
+end

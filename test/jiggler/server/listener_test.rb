@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/loop_test"
+require "jiggler/server/listener"
+
+# The listener turns the store's announcements into wake-ups: the fetcher's when a job is pushed, the scheduler's when
+# a job is scheduled sooner than the others. A store it cannot reach is logged once, and once again when it hears from
+# the store. On each store, without a server.
+module ListenerTest
+  # Counts what the listener wakes: it stands for the fetcher (`pushed`) and the scheduler (`wake`).
+  class Wakes
+    attr_reader :pushes, :schedules
+
+    def initialize
+      @pushes = 0
+      @schedules = 0
+    end
+
+    def pushed = @pushes += 1
+
+    def wake = @schedules += 1
+  end
+end
+
+StoreTarget.describe_each("Jiggler::Server::Listener") do
+  include LoopTest
+
+  let(:wakes) { ListenerTest::Wakes.new }
+
+  def job = Jiggler::Payload.dump({"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [1], "queue" => "default"})
+
+  # Runs a listener on `store` in a reactor until the block returns.
+  def listening(store: build_store)
+    in_reactor do |task|
+      listener = Jiggler::Server::Listener.new(store: store, fetcher: wakes, scheduler: wakes, logger: logger)
+      listener.start(parent: task)
+      yield
+    ensure
+      listener.stop
+    end
+  end
+
+  # Whether the listener subscribed (Redis); the SQLite listener reads the counters as it starts, before it yields.
+  def subscribed? = (target_name == "sqlite") || redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+
+  it "wakes the fetcher when a job is pushed, and the scheduler when a job is scheduled sooner than the others" do
+    listening do
+      wait_for(message: "the subscription") { subscribed? }
+      Jiggler.store.push("default", [job])
+      wait_for(timeout: 1, message: "the fetcher woken") { wakes.pushes == 1 }
+      Jiggler.store.schedule([[Time.now.to_f + 3_600, job]])
+      wait_for(timeout: 1, message: "the scheduler woken") { wakes.schedules == 1 }
+      Jiggler.store.schedule([[Time.now.to_f + 7_200, job]]) # later than the others: nobody to wake
+      Jiggler.store.push("other", [job])
+      wait_for(timeout: 1, message: "the fetcher woken again") { wakes.pushes == 2 }
+      assert_equal 1, wakes.schedules
+    end
+  end
+
+  # Pushes to a new, empty queue (a push to an empty queue is announced) until the listener hears one.
+  def push_until_heard(pusher)
+    heard = wakes.pushes
+    probes = 0
+    wait_for(timeout: 3, message: "a push heard") do
+      pusher.push("probe-#{probes += 1}", [job])
+      wakes.pushes > heard
+    end
+  end
+
+  it "logs a store it lost once, retries with back-off, and logs that it works again when it hears from it" do
+    listening(store: breakable.store) do
+      push_until_heard(breakable.store)
+      breakable.break!
+      wait_for(message: "the outage logged") { logged(/ERROR: listener:/).any? }
+      breakable.repair!
+      push_until_heard(breakable.store)
+      assert_equal 1, logged(/ERROR: listener:.*retrying until it works/).size
+      assert_match(/\AINFO: listener: working again after \d+\.\d s\n\z/, logged(/INFO/).join)
+    end
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "json"
+require "support/loop_test"
+require "jiggler/server/reaper"
+
+# The reaper finds processes whose registration expired and puts the jobs they held back in their queues, counting a
+# crash on each; a job at max_crashes, or one it cannot read, goes to the dead set. It never reaps its own process or
+# a live one, moves each job once however many reapers race, and after losing touch with the store waits a
+# registration's life before it trusts expiries again. On each store, without a server.
+module ReaperTest
+  SELF = "reaper-test:self"
+  GONE = "reaper-test:gone"
+  LIVE = "reaper-test:live"
+end
+
+StoreTarget.describe_each("Jiggler::Server::Reaper") do
+  include LoopTest
+
+  before do
+    # Checks every 0.05 s; registrations live 0.17 s; its grace after an outage is 0.22 s.
+    Jiggler.configure { |config| config[:recovery_timeout] = 0.25 }
+  end
+
+  def reaper(store = build_store) = Jiggler::Server::Reaper.new(store: store, process: ReaperTest::SELF, config: Jiggler.config, logger: logger)
+
+  def job(value, **fields)
+    Jiggler::Payload.dump({"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [value], "queue" => "default"}.merge(fields.transform_keys(&:to_s)))
+  end
+
+  # Jobs `process` took from the default queue, as its fetcher would, before it died (its registration expired).
+  def died_holding(process, payloads)
+    Jiggler.store.push("default", payloads)
+    Jiggler.store.fetch(process, ["default"], limit: payloads.size, token: 0)
+    Jiggler.store.beat(process, "{}", 0.001)
+    wait_for(message: "#{process}'s registration to expire") { Jiggler.store.dead_processes.include?(process) }
+  end
+
+  def queued = Jiggler.store.queue_entries("default").map { |payload| JSON.parse(payload) }
+
+  def dead = Jiggler.store.set_entries(:dead).map { |payload, _| JSON.parse(payload) }
+
+  it "puts a dead process's jobs back in their queue with a crash counted, and forgets the process" do
+    died_holding(ReaperTest::GONE, [job("a"), job("b", crashes: 1)])
+    assert_equal 2, reaper.reap
+    assert_equal [["a", 1], ["b", 2]], queued.map { |job| [job["args"].first, job["crashes"]] }
+    assert_equal 0, Jiggler.store.in_flight_count(ReaperTest::GONE)
+    assert_empty Jiggler.store.dead_processes, "forgotten"
+    assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 2 of its jobs are back in their queues\n"], logged(/reaper/)
+  end
+
+  it "sends a job at max_crashes to the dead set as a poison job, and one it cannot read as malformed" do
+    died_holding(ReaperTest::GONE, [job("poison", crashes: 2), "{unreadable", job("fine")])
+    assert_equal 3, reaper.reap
+    assert_equal ["fine"], queued.map { |job| job["args"].first }
+    by_class = dead.to_h { |job| [job["error_class"], job] }
+    assert_equal %w[Jiggler::Payload::MalformedError Jiggler::Server::Reaper::PoisonJobError], by_class.keys.sort
+    assert_match(/RecordJob was running in 3 processes that died/, by_class["Jiggler::Server::Reaper::PoisonJobError"]["error_message"])
+    assert_equal "{unreadable", by_class["Jiggler::Payload::MalformedError"]["raw"]
+    assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 1 of its jobs are back in their queues, 2 went to the dead set\n"], logged(/reaper/)
+  end
+
+  it "never reaps its own process, nor a live one" do
+    died_holding(ReaperTest::SELF, [job("mine")])
+    Jiggler.store.push("default", [job("live")])
+    Jiggler.store.fetch(ReaperTest::LIVE, ["default"], limit: 1, token: 0)
+    Jiggler.store.beat(ReaperTest::LIVE, "{}", 60)
+    assert_equal 0, reaper.reap
+    assert_equal [1, 1], [Jiggler.store.in_flight_count(ReaperTest::SELF), Jiggler.store.in_flight_count(ReaperTest::LIVE)]
+    assert_empty logged(/reaper/)
+  end
+
+  it "moves each job once when the reapers of several processes race for it" do
+    died_holding(ReaperTest::GONE, Array.new(20) { |n| job(n) })
+    reapers = Array.new(3) { reaper }
+    moved = reapers.map { |one| Thread.new { one.reap } }.sum(&:value)
+    assert_equal 20, moved
+    assert_equal (0...20).to_a, queued.map { |job| job["args"].first }.sort
+  end
+
+  it "after losing touch with the store for more than two checks, trusts expiries again only a registration's life later" do
+    one = reaper
+    assert_equal 0, one.reap # in touch
+    lost_at = now
+    wait_for(message: "three checks' time without contact") { now - lost_at > 3 * Jiggler.config.reaper_interval }
+    died_holding(ReaperTest::GONE, [job("a")])
+    assert_equal 0, one.reap, "an expiry right after an outage may be a process that could not beat"
+    grace = Jiggler.config.registration_ttl + Jiggler.config.heartbeat_interval
+    back = wait_for(timeout: 2, message: "the jobs recovered after the grace") { one.reap.positive? && now }
+    assert_operator back - lost_at, :>=, grace
+    assert_equal ["a"], queued.map { |job| job["args"].first }
+  end
+
+  it "runs every reaper_interval once started, and stops at once" do
+    died_holding(ReaperTest::GONE, [job("a")])
+    in_reactor do |task|
+      running = reaper
+      running.start(parent: task)
+      wait_for(timeout: 2, message: "the job back in its queue") { queued.size == 1 }
+      stopping = now
+      running.stop
+      assert_operator now - stopping, :<, 0.1
+    end
+  end
+end

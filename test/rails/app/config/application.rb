@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+# A small Rails app for jiggler's Rails tests: Active Record on SQLite, Active Job on jiggler, the dashboard mounted.
+require "rails"
+require "active_record/railtie"
+require "active_job/railtie"
+require "action_controller/railtie"
+require "jiggler"
+
+module Shop
+  class Application < Rails::Application
+    config.load_defaults Rails::VERSION::STRING.to_f
+    config.root = File.expand_path("..", __dir__)
+    config.eager_load = Rails.env.production?
+    config.enable_reloading = Rails.env.development?
+    config.secret_key_base = "a" * 64
+    config.logger = ActiveSupport::Logger.new(ENV.fetch("APP_LOG", File::NULL))
+    config.log_level = :info
+    config.active_job.queue_adapter = :jiggler
+    # Jobs run on fibers: each must have its own connection (the server refuses to start otherwise).
+    config.active_support.isolation_level = ENV.fetch("APP_ISOLATION_LEVEL", "fiber").to_sym
+  end
+end

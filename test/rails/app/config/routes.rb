@@ -1,0 +1,7 @@
+# frozen_string_literal: true
+
+require "jiggler/web"
+
+Rails.application.routes.draw do
+  mount Jiggler::Web.new => "/jiggler"
+end

@@ -1,0 +1,67 @@
+# frozen_string_literal: true
+
+# Boots test/rails/app in this process, on a fresh SQLite database, with jiggler on the store JIGGLER_TEST_STORE
+# names ("sqlite" or "redis"), and starts one `jiggler` server on it for all the tests of the run.
+require "minitest/autorun"
+require "tmpdir"
+require "json"
+require "securerandom"
+require_relative "../support/redis_server"
+require_relative "../support/server_process"
+require_relative "../support/waiting"
+
+module RailsApp
+  DIR = File.expand_path("app", __dir__)
+  TMP = Dir.mktmpdir("jiggler-rails")
+  STORE = ENV.fetch("JIGGLER_TEST_STORE", "sqlite")
+  NAMESPACE = "rails-#{SecureRandom.hex(4)}"
+  CONCURRENCY = 50
+
+  module_function
+
+  # The environment the app and its jiggler servers share.
+  def env
+    @env ||= {
+      "RAILS_ENV" => "production", "APP_DATABASE" => File.join(TMP, "app.sqlite3"),
+      "APP_EVENTS" => File.join(TMP, "events.jsonl"), "JIGGLER_TEST_NAMESPACE" => NAMESPACE,
+      "JIGGLER_SQLITE_PATH" => File.join(TMP, "jiggler.sqlite3"),
+      "REDIS_URL" => (STORE == "redis") ? RedisServer.instance.url : nil
+    }
+  end
+
+  def boot
+    env.each { |key, value| value ? ENV[key] = value : ENV.delete(key) }
+    require File.join(DIR, "config", "environment")
+    ActiveRecord::Migration.verbose = false
+    load File.join(DIR, "db", "schema.rb")
+  end
+
+  # The shared server, started on first use (JSON log lines, so tests can read them).
+  def server
+    queues = %w[default bulk ledger probe-production].flat_map { |queue| ["-q", queue] }
+    @server ||= start_server("-c", CONCURRENCY.to_s, *queues).tap do |server|
+      Minitest.after_run { server.kill }
+      Waiting.wait_until(60) { server.log.include?("started:") || !server.running? }
+      raise "the jiggler server did not start:\n#{server.log}" unless server.running?
+    end
+  end
+
+  # Starts `jiggler -r test/rails/app` with extra flags and environment.
+  def start_server(*args, env: {})
+    ServerProcess.new("-r", "test/rails/app", *args,
+      namespace: NAMESPACE, env: self.env.merge("JIGGLER_LOG_FORMAT" => "json").merge(env)).start
+  end
+
+  # The notifications and error reports the app recorded (config/initializers/jiggler.rb).
+  def events = File.exist?(env["APP_EVENTS"]) ? File.readlines(env["APP_EVENTS"]).map { |line| JSON.parse(line) } : []
+end
+
+module Waiting
+  # Polls outside a test (for shared setup), raising after `seconds`.
+  def self.wait_until(seconds)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+    sleep 0.05 until yield || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+  end
+end
+
+RailsApp.boot
