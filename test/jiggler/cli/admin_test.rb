@@ -152,7 +152,7 @@ describe "jiggler admin commands on SQLite" do
 
   def store = @sqlite
 
-  def store_flags = ["-r", "./test/fixtures/sqlite_jobs.rb"]
+  def store_flags = ["-r", "./test/fixtures/metrics_jobs.rb"] # loads jiggler only: nothing here needs Redis
 
   def store_env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => @path}
 end
