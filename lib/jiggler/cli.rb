@@ -15,6 +15,8 @@ module Jiggler
     class StartError < Error; end
 
     SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
+    # The first words that run an admin command (CLI::Admin) instead of a server.
+    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
     QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
     INTEGER = /\A[+-]?\d+\z/
@@ -29,6 +31,7 @@ module Jiggler
     def run(argv)
       $stdout.sync = true # log lines reach files and pipes as they are written
       return run_web(argv.drop(1)) if argv.first == "web"
+      return run_admin(argv) if ADMIN_COMMANDS.include?(argv.first)
       flags = parse(argv)
       return 0 if flags.nil?
       configure(flags)
@@ -46,6 +49,12 @@ module Jiggler
       Web::Command.new.run(argv)
     end
 
+    # `jiggler status`, `queues`, `retry`...: the admin commands (see CLI::Admin).
+    def run_admin(argv)
+      require_relative "cli/admin"
+      Admin.new.run(argv)
+    end
+
     def parse(argv)
       flags = {}
       parser = options(flags)
@@ -57,7 +66,8 @@ module Jiggler
 
     def options(flags)
       OptionParser.new do |opts|
-        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)"
+        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)\n" \
+          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop   (see jiggler status -h)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
         opts.on("-q", "--queue QUEUE1,QUEUE2", "queues to work, first listed served first (-q a,b,c);",

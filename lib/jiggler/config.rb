@@ -39,7 +39,9 @@ module Jiggler
       sqlite_synchronous: "normal",
       done_retention: 3600,
       error_handlers: [].freeze,
-      death_handlers: [].freeze
+      death_handlers: [].freeze,
+      metrics: true,
+      metrics_retention: 8 * 3600
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.

@@ -3,6 +3,7 @@
 require "test_helper"
 require "support/browser_session"
 require "support/web_session"
+require "jiggler/metrics/recorder"
 
 # The dashboard in headless Chromium: its script runs under the CSP, counters and chart update live and stop while
 # the tab is hidden, and the forms retry a dead job and pause and resume a queue.
@@ -98,5 +99,49 @@ describe "dashboard in a browser" do
       wait_in_browser("queue #{name} paused") { text("h1") == "Queue #{name} paused" }
       assert_includes store.paused_queues, name
     end
+  end
+
+  it "shows each class's runs, failures and percentiles on the Metrics page, sorted as asked, with a chart each" do
+    minute = Time.now.to_i / 60
+    {"ReportJob" => [0.8, 0], "MailerJob" => [0.02, 3], "ImportJob" => [0.2, 9]}.each do |name, (seconds, failures)|
+      (0...40).step(3) do |ago|
+        recorder = Jiggler::Metrics::Recorder.new
+        (5 + ago % 7).times { |n| recorder.record(name, seconds * (1 + n * 0.05), n < failures && ago.even?) }
+        store.add_metrics(minute - ago, recorder.take, retention: 3_600)
+      end
+    end
+    visit("/classes")
+    assert_equal %w[ReportJob ImportJob MailerJob], page.css("td.class").map(&:text), "by total time"
+    assert_equal 3, page.css("svg.metrics-chart").size
+    assert_operator page.css("svg.metrics-chart rect.failed").size, :>, 0
+    page.at_xpath("//th/a[text()='Failed']").click
+    wait_in_browser("the classes by failures") { page.css("td.class").map(&:text) == %w[ImportJob MailerJob ReportJob] }
+    screenshot("metrics")
+    page.resize(width: 390, height: 844)
+    assert_operator page.evaluate("document.documentElement.scrollWidth"), :<=, 390, "no sideways scrolling at phone width"
+  end
+
+  it "shows a running job on the Busy page within about a second, then quiets and stops its server" do
+    server = start_server
+    wait_for(message: "the server registered") { store.processes.any? }
+    SlowJob.enqueue("busy", 10)
+    wait_for(message: "the job's start") { recorded.include?("start:busy") }
+    visit("/busy")
+    wait_in_browser("the running job on the page", timeout: 3) do
+      visit("/busy") unless page.at_css("main")&.text.to_s.include?("SlowJob")
+      page.at_css("main").text.include?("SlowJob")
+    end
+    screenshot("busy")
+    page.at_xpath("//button[text()='Quiet']").click
+    wait_for(message: "the server quiet") { server.log.include?("quiet: no new jobs will be fetched") }
+    confirmed = []
+    page.on(:dialog) do |dialog|
+      confirmed << dialog.message
+      dialog.accept
+    end
+    page.at_xpath("//button[text()='Stop']").click
+    wait_for(timeout: 30, message: "the server to stop") { !server.running? }
+    assert_includes server.log, "stop requested through the store"
+    assert_match(/\AStop .+:#{server.pid}\?/, confirmed.first)
   end
 end

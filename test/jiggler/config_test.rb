@@ -16,6 +16,8 @@ describe Jiggler::Config do
     recovery_timeout: ["a positive number of seconds", [0, -1, "15", nil, Float::NAN]],
     max_crashes: ["a positive Integer", [0, -1, 2.5, "3", nil]],
     done_retention: ["a positive number of seconds", [0, -1, "3600", nil, Float::INFINITY]],
+    metrics: ["true or false", [nil, "true", 1]],
+    metrics_retention: ["a positive number of seconds", [0, -60, "3600", nil, Float::INFINITY]],
     sqlite_path: ["a non-empty String", ["", "  ", ":memory:", :jobs, 1]],
     sqlite_synchronous: ["\"normal\" or \"full\"", ["off", :fast, 1, nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],

@@ -23,7 +23,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results signals metrics].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -689,6 +689,69 @@ module StoreContract
     end
   end
 
+  # Operating servers: quiet and stop requests, per-class metrics. The specs, continued.
+  module Specs
+    def describe_signals
+      it "hands a process the requests sent to it, oldest first, once" do
+        subject.signal_process(PROCESS, "quiet")
+        subject.signal_process(PROCESS, "stop")
+        subject.signal_process(OTHER_PROCESS, "stop")
+        assert_equal %w[quiet stop], subject.take_signals(PROCESS)
+        assert_empty subject.take_signals(PROCESS)
+        other = build_store
+        assert_equal %w[stop], other.take_signals(OTHER_PROCESS)
+      ensure
+        other&.close
+      end
+
+      it "forgets the requests on clear_all" do
+        subject.beat(PROCESS, "{}", 60)
+        subject.signal_process(PROCESS, "quiet")
+        subject.clear_all
+        assert_empty subject.take_signals(PROCESS)
+      end
+    end
+
+    def describe_metrics
+      it "adds the counts of every writer, by minute and class, and in the totals" do
+        minute = Time.now.to_i / 60
+        subject.add_metrics(minute - 1, {"A" => counts(2, 1, 30, 5 => 2, 9 => 1)}, retention: 3600)
+        subject.add_metrics(minute, {"A" => counts(1, 0, 10, 5 => 1), "B" => counts(4, 0, 8, 0 => 4)}, retention: 3600)
+        other = build_store
+        other.add_metrics(minute, {"A" => counts(0, 2, 50, 9 => 2)}, retention: 3600)
+        read = subject.metrics(minute - 5, minute)
+        assert_equal [minute - 1, minute], read.keys.sort
+        assert_equal counts(1, 2, 60, 5 => 1, 9 => 2), read[minute]["A"]
+        assert_equal counts(4, 0, 8, 0 => 4), read[minute]["B"]
+        assert_equal({"A" => counts(3, 3, 90, 5 => 3, 9 => 3), "B" => counts(4, 0, 8, 0 => 4)}, subject.metrics_totals)
+        assert_empty subject.metrics(minute + 1, minute + 10)
+      ensure
+        other&.close
+      end
+
+      it "drops a minute its retention has passed, and keeps its totals" do
+        minute = Time.now.to_i / 60
+        subject.add_metrics(minute - 30, {"A" => counts(1, 0, 10, 5 => 1)}, retention: 60)
+        subject.add_metrics(minute, {"B" => counts(1, 0, 10, 5 => 1)}, retention: 60)
+        assert_equal [minute], subject.metrics(minute - 60, minute).keys
+        assert_equal %w[A B], subject.metrics_totals.keys.sort
+      end
+
+      it "deletes every minute and the totals on clear_all" do
+        minute = Time.now.to_i / 60
+        [minute - 2, minute].each { |at| subject.add_metrics(at, {"A" => counts(1, 0, 10, 5 => 1)}, retention: 3600) }
+        subject.clear_all
+        assert_empty subject.metrics(minute - 5, minute)
+        assert_empty subject.metrics_totals
+      end
+    end
+  end
+
+  # Metrics counts: succeeded and failed runs, microseconds, and runs by histogram bucket.
+  def counts(processed, failed, micros, buckets)
+    Jiggler::Metrics::Counts.new(processed, failed, micros, Hash.new(0).merge(buckets))
+  end
+
   # The store under test, built once per test.
   def subject = @subject ||= build_store
 
@@ -759,5 +822,7 @@ module StoreContract
     subject.push("default", [job])
     fetch(limit: 1)
     subject.add_to_batch("default", "BatchJob", [item(1)], now)
+    subject.signal_process(PROCESS, "quiet")
+    subject.add_metrics(Time.now.to_i / 60, {"RecordJob" => counts(1, 1, 20, 3 => 2)}, retention: 60)
   end
 end

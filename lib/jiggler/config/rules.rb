@@ -26,9 +26,10 @@ module Jiggler
         case key
         when :concurrency then concurrency(value)
         when :client_concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
-        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention
+        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention,
+          :metrics_retention
           positive_number(key, value)
-        when :client_async, :poller_enabled then boolean(key, value)
+        when :client_async, :poller_enabled, :metrics then boolean(key, value)
         when :environment, :require, :config_file then optional_string(key, value)
         when :sqlite_path then sqlite_path(value)
         when :sqlite_synchronous then synchronous(value)

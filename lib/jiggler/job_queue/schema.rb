@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 4
+      VERSION = 5
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -49,12 +49,25 @@ module Jiggler
         # first (by state, or by payload fields alone). The SQLite store's rows leave it NULL: the indexes hold only
         # rows that have one, so the store's writes never touch them. Jobs created before this version (they have
         # neither a queue nor a run_at) get their last event's time, or the time of the upgrade.
-        4 => <<~SQL
+        4 => <<~SQL,
           ALTER TABLE jobs ADD COLUMN modified REAL;
           UPDATE jobs SET modified = coalesce((SELECT max(at) FROM events WHERE events.job_id = jobs.id),
             (julianday('now') - 2440587.5) * 86400.0) WHERE queue IS NULL AND run_at IS NULL;
           CREATE INDEX jobs_by_state_modified ON jobs (state, modified) WHERE modified IS NOT NULL;
           CREATE INDEX jobs_by_modified ON jobs (modified) WHERE modified IS NOT NULL;
+        SQL
+        # Per-class job metrics by minute (minute 0 holds the totals since the file was made), and the quiet and stop
+        # requests waiting for a process's next heartbeat.
+        5 => <<~SQL
+          CREATE TABLE metrics (
+            minute INTEGER NOT NULL,
+            class TEXT NOT NULL,
+            field TEXT NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (minute, class, field)
+          ) WITHOUT ROWID;
+          CREATE TABLE process_signals (process TEXT NOT NULL, signal TEXT NOT NULL, at REAL NOT NULL);
+          CREATE INDEX process_signals_by_process ON process_signals (process);
         SQL
       }.freeze
 

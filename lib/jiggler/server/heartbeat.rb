@@ -7,7 +7,16 @@ module Jiggler
   module Server
     # Registers the process and refreshes its registration every `interval` seconds, on a thread of its own: a job
     # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
+    #
+    # Between beats it looks once a second at the jobs running and reports them again when they changed, so the Busy
+    # page shows a job within about a second of its start (one write a second at most, never one per job). Each beat
+    # also takes the quiet and stop requests sent to the process through the store, and acts on them as on the
+    # signals TSTP and TERM.
     class Heartbeat
+      # Seconds between looks at the running jobs.
+      REPORT_INTERVAL = 1.0
+      # The signal each request taken from the store becomes.
+      SIGNALS = {"quiet" => "TSTP", "stop" => "TERM"}.freeze
       # How much of a running job's arguments a heartbeat carries, as JSON text.
       ARGS_LIMIT = 2_048
 
@@ -16,13 +25,17 @@ module Jiggler
       # @parameter workers [Workers] asked for the jobs running now.
       # @parameter interval [Numeric] seconds between beats.
       # @parameter ttl [Numeric] seconds the registration lives without a beat; then the process counts as dead.
-      def initialize(store:, identity:, workers:, interval:, ttl:, logger:)
+      # @parameter metrics [Metrics::Recorder | Nil] whose counts each beat writes.
+      # @parameter metrics_retention [Numeric] seconds the store keeps each minute's counts.
+      def initialize(store:, identity:, workers:, interval:, ttl:, logger:, metrics: nil, metrics_retention: 8 * 3600)
         @store = store
         @identity = identity
         @workers = workers
         @interval = interval
         @ttl = ttl
         @logger = logger
+        @metrics = metrics
+        @metrics_retention = metrics_retention
         @outage = Outage.new("heartbeat", logger)
         @mutex = Thread::Mutex.new
         @wakeup = Thread::ConditionVariable.new
@@ -46,6 +59,7 @@ module Jiggler
           @wakeup.signal
         end
         @thread&.join(1) # a beat stuck on an unreachable store is abandoned: the process is exiting
+        write_metrics_now
         unregister_now if unregister
       ensure
         @store.close
@@ -68,12 +82,12 @@ module Jiggler
       # After a failed beat the next try comes after the back-off, not a whole interval: a registration must not
       # expire because of one dropped connection.
       def run
-        delay = @interval
+        delay = tick
         until stopped_after?(delay)
           begin
-            beat
+            (beat_due? || @outage.ongoing?) ? beat : report_changes # after a failure, only a beat tells it works
             @outage.recovered
-            delay = @interval
+            delay = tick
           rescue => error
             delay = @outage.failed(error)
           end
@@ -81,17 +95,66 @@ module Jiggler
       end
 
       # Waits `seconds`, or less when `stop` is called; returns whether it was.
+      # A wait may end early (a spurious wakeup): it goes on until the time has passed, so a beat never comes early.
       def stopped_after?(seconds)
+        deadline = monotonic + seconds
         @mutex.synchronize do
-          @wakeup.wait(@mutex, seconds) unless @stopping
+          until @stopping || (left = deadline - monotonic) <= 0
+            @wakeup.wait(@mutex, left)
+          end
           @stopping
         end
       end
 
+      def tick = [REPORT_INTERVAL, @interval].min
+
+      def beat_due? = monotonic >= @next_beat
+
       def beat
-        info = Payload.dump(@identity.info(running))
-        @store.beat(@identity.id, info, @ttl)
+        @next_beat = monotonic + @interval
+        report(running)
+        @store.take_signals(@identity.id).each { |request| obey(request) }
+        write_metrics
       end
+
+      # Writes the runs counted since the last beat, under the current minute; counts that cannot be written are kept
+      # for the next beat.
+      def write_metrics
+        return unless @metrics
+        taken = @metrics.take
+        @store.add_metrics(Time.now.to_i / 60, taken, retention: @metrics_retention) unless taken.empty?
+      rescue
+        @metrics.restore(taken) if taken
+        raise
+      end
+
+      # The last counts, at stop; lost (and logged) when the store cannot be reached.
+      def write_metrics_now
+        write_metrics
+      rescue => error
+        @logger.warn("heartbeat: the last job metrics could not be written (#{error.message})")
+      end
+
+      # Reports the running jobs again when they are not the ones reported last.
+      def report_changes
+        jobs = running
+        report(jobs) unless jobs.keys == @reported
+      end
+
+      def report(jobs)
+        @store.beat(@identity.id, Payload.dump(@identity.info(jobs)), @ttl)
+        @reported = jobs.keys
+      end
+
+      # Sends this process the signal a request stands for: the CLI's handlers quiet or stop it as they would for
+      # `kill -TSTP` or `kill -TERM`.
+      def obey(request)
+        signal = SIGNALS[request] or return @logger.warn("heartbeat: ignored an unknown request #{request.inspect}")
+        @logger.info("heartbeat: #{request} requested through the store")
+        Process.kill(signal, Process.pid)
+      end
+
+      def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
       # The running jobs by in-flight field, each as a summary of a bounded size made once per job: a heartbeat must
       # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).

@@ -19,6 +19,9 @@ module Jiggler
           config[:poller_enabled] ? 1 : 0, @started_at, Process.pid, @hostname].join(":")
       end
 
+      # Marks the process quiet (it fetches no more jobs), for what it reports.
+      def quiet! = @quiet = true
+
       # What the summary shows for this process.
       # @parameter current_jobs [Hash] the jobs running now.
       # @returns [Hash]
@@ -27,7 +30,7 @@ module Jiggler
           "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
           "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
           "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
-          "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname
+          "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname, "quiet" => @quiet == true
         }
       end
 

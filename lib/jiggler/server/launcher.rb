@@ -11,6 +11,7 @@ require_relative "scheduler"
 require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
+require_relative "../metrics/recorder"
 
 module Jiggler
   module Server
@@ -30,8 +31,9 @@ module Jiggler
         @identity = Identity.new(config)
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
+        metrics = Metrics::Recorder.new if config[:metrics]
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: ->(fetched) { @fetcher.alone?(fetched) })
+          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
@@ -42,7 +44,8 @@ module Jiggler
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
-          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger)
+          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger,
+          metrics: metrics, metrics_retention: config[:metrics_retention])
       end
 
       # Starts every part inside the running reactor.
@@ -63,6 +66,7 @@ module Jiggler
       # Stops fetching new jobs; running jobs go on and the process stays registered.
       def quiet
         @logger.info("quiet: no new jobs will be fetched")
+        @identity.quiet!
         @fetcher.quiet
       end
 

@@ -29,11 +29,13 @@ module Jiggler
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
       # @parameter alone [#call] whether a fetched job runs alone in this process, so a suspect may run.
       # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
-      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config)
+      # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
+      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config, metrics: nil)
         @logger = logger
         @results = results
         @alone = alone
         @interrupted = interrupted
+        @metrics = metrics
         @classes = {}
         @reloads = Job.reloads
         @wrapper = config.job_wrapper
@@ -51,10 +53,19 @@ module Jiggler
         Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record.payload), error) }
       else
         return SUSPECT if JobRules.suspect?(job) && !@alone.call(fetched)
-        @wrapper ? @wrapper.call { perform(fetched, job) } : perform(fetched, job)
+        @wrapper ? @wrapper.call { measured(fetched, job) } : measured(fetched, job)
       end
 
       private
+
+      # Performs a job, counting its run, with its duration, when per-class metrics are on.
+      def measured(fetched, job)
+        return perform(fetched, job) unless @metrics
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        failure = perform(fetched, job)
+        @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?)
+        failure
+      end
 
       def perform(fetched, job)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?

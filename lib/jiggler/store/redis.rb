@@ -10,6 +10,8 @@ require_relative "redis/batches"
 require_relative "redis/results"
 require_relative "redis/admin"
 require_relative "redis/admin_actions"
+require_relative "redis/signals"
+require_relative "redis/metrics"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -33,6 +35,8 @@ module Jiggler
       include Results
       include Admin
       include AdminActions
+      include Signals
+      include Metrics
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

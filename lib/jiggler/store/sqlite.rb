@@ -11,6 +11,8 @@ require_relative "sqlite/batches"
 require_relative "sqlite/results"
 require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
+require_relative "sqlite/signals"
+require_relative "sqlite/metrics"
 
 module Jiggler
   module Store
@@ -33,6 +35,8 @@ module Jiggler
       include Results
       include Admin
       include AdminActions
+      include Signals
+      include Metrics
 
       CHUNK = 500
       PUSH_POLL = 0.005

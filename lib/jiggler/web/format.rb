@@ -46,6 +46,12 @@ module Jiggler
         Time.at(epoch).utc.strftime("%Y-%m-%d %H:%M:%S UTC")
       end
 
+      # A job's run time: "8.25 ms", "1.2 s"; "" for nil.
+      def run_time(seconds)
+        return "" unless seconds
+        (seconds < 1) ? format("%.2f ms", seconds * 1000) : duration(seconds)
+      end
+
       # Kilobytes as megabytes: "84.3 MB"; "" for what is not a finite number.
       def megabytes(kilobytes)
         return "" unless kilobytes.is_a?(Numeric) && kilobytes.to_f.finite?

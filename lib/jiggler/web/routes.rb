@@ -6,6 +6,9 @@ require_relative "entry"
 require_relative "filter"
 require_relative "assets"
 require_relative "../job_rules"
+require_relative "prometheus"
+require_relative "chart"
+require_relative "../metrics/report"
 
 module Jiggler
   class Web
@@ -15,11 +18,19 @@ module Jiggler
       # URL names of the sorted sets, and the store's names for them.
       SETS = {"scheduled" => :scheduled, "retries" => :retry, "dead" => :dead}.freeze
       PER_PAGE = 25
+      # The periods the Metrics page offers, in hours.
+      METRIC_HOURS = [1, 3, 8, 24].freeze
+      # How the Metrics page can order its classes: by name, or the largest first.
+      METRIC_ORDERS = {
+        "total" => ->(row) { -row.seconds }, "failures" => ->(row) { -row.failed },
+        "p95" => ->(row) { -row.p95.to_f }, "name" => ->(row) { row.name }
+      }.freeze
 
       # @returns [Router]
       def self.draw(router = Router.new)
         pages(router)
         queue_actions(router)
+        process_actions(router)
         set_pages(router)
         set_actions(router)
         router
@@ -28,6 +39,15 @@ module Jiggler
       def self.pages(router)
         router.get("/") { erb(:dashboard, locals: {stats: Stats.new(store)}) }
         router.get("/stats") { json(Stats.new(store).to_h) }
+        router.get("/metrics") { Prometheus.response(store) }
+        router.get("/classes") do
+          hours = Integer(param("hours"), 10, exception: false)
+          hours = 1 unless METRIC_HOURS.include?(hours)
+          sort = METRIC_ORDERS.key?(param("sort")) ? param("sort") : "total"
+          report = Metrics::Report.new(store, minutes: hours * 60)
+          report.rows.sort_by!(&METRIC_ORDERS.fetch(sort))
+          erb(:classes, locals: {report: report, hours: hours, sort: sort})
+        end
         router.get("/busy") { erb(:busy, locals: {stats: Stats.new(store)}) }
         router.get("/queues") { erb(:queues, locals: {stats: Stats.new(store)}) }
         router.get("/assets/:file") { Assets.response(route_params["file"]) || not_found }
@@ -37,6 +57,16 @@ module Jiggler
           entries = rows.first(PER_PAGE).map { |payload| Entry.new(payload) }
           state = {size: store.queue_sizes.fetch(name, 0), paused: store.paused_queues.include?(name)}
           erb(:queue, locals: {name: name, entries: entries, more: rows.size > PER_PAGE, **state})
+        end
+      end
+
+      # Quiet and Stop on the Busy page: requests the process takes at its next heartbeat.
+      def self.process_actions(router)
+        %w[quiet stop].each do |signal|
+          router.post("/busy/:process/#{signal}") do
+            store.signal_process(route_params["process"], signal)
+            redirect("/busy")
+          end
         end
       end
 
@@ -98,7 +128,7 @@ module Jiggler
           redirect("/#{route_params["set"]}")
         end
       end
-      private_class_method :pages, :queue_actions, :set_pages, :set_actions
+      private_class_method :pages, :queue_actions, :process_actions, :set_pages, :set_actions
 
       # Where a queue action returns: the queue's page when it was sent from there, else the list of queues.
       # @returns [Array(String)] the path and its segments, for `redirect`.

@@ -35,7 +35,7 @@ describe "jiggler server" do
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  def process_keys = %w[heartbeat rss current_jobs name concurrency timeout queues poller_enabled started_at pid hostname]
+  def process_keys = %w[heartbeat rss current_jobs name concurrency timeout queues poller_enabled started_at pid hostname quiet]
 
   it "runs enqueued jobs and counts them" do
     RecordJob.enqueue_bulk((1..50).zip)

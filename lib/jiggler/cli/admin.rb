@@ -1,0 +1,171 @@
+# frozen_string_literal: true
+
+require "optparse"
+require_relative "../cli"
+require_relative "../web/stats"
+require_relative "sweep"
+require_relative "admin_text"
+
+module Jiggler
+  class CLI
+    # The admin commands (`jiggler status`, `queues`, `pause`, ...): they read and change jobs through the same store
+    # read and admin methods as the dashboard (Web::Stats for the numbers), print a table, or JSON with `--json`, and
+    # exit 0, or 1 after a one-line error, as the server does.
+    class Admin
+      # Raised for a command line that names no known command, set or process; printed as one line.
+      class UsageError < Error; end
+
+      SETS = {"scheduled" => :scheduled, "retries" => :retry, "retry" => :retry, "dead" => :dead}.freeze
+      SET_ACTIONS = {"retry" => :run, "kill" => :kill, "delete" => :delete}.freeze
+      USAGE = <<~TEXT
+        Usage: jiggler COMMAND [options]
+          status                       processes, queues with size and latency, set sizes and counters
+          queues                       every queue with its size, latency and state
+          pause QUEUE | resume QUEUE   stop or restart fetching from a queue
+          clear QUEUE                  delete a queue's jobs
+          retry SET [--class NAME]     move the jobs of a set (scheduled, retries, dead) to their queues now
+          kill SET [--class NAME]      move the jobs of the scheduled or retries set to the dead set
+          delete SET [--class NAME]    delete the jobs of a set
+          quiet PROCESS | stop PROCESS ask a server (by identity, name, hostname or hostname:pid) to stop fetching,
+                                       or to finish its jobs and exit; it acts at its next heartbeat
+      TEXT
+
+      # Runs one command.
+      # @parameter argv [Array(String)] the command and its arguments.
+      # @returns [Integer] the exit status.
+      def run(argv)
+        options, args = parse(argv)
+        return 0 unless options
+        configure(options)
+        command, *operands = args
+        result = public_send(:"#{command}_command", *operands_for(command, operands, options))
+        puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
+        0
+      rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
+        warn("jiggler: #{Config::Rules.redact(error.message)}") # a Redis URL may carry a password
+        1
+      end
+
+      # @returns [Hash] the counters and set sizes, the live processes and the queues.
+      def status_command
+        stats = Web::Stats.new(store)
+        counts = stats.to_h.slice("processed", "failures", "enqueued", "busy", "scheduled", "retry", "dead")
+        {"counts" => counts, "processes" => stats.processes.map { |id, info| process_row(id, info) }, "queues" => stats.queues}
+      end
+
+      # @returns [Hash] every queue that holds jobs or is paused.
+      def queues_command = {"queues" => Web::Stats.new(store).queues}
+
+      def pause_command(queue)
+        store.pause_queue(queue)
+        {"queue" => queue, "paused" => true}
+      end
+
+      def resume_command(queue)
+        store.resume_queue(queue)
+        {"queue" => queue, "paused" => false}
+      end
+
+      def clear_command(queue)
+        store.clear_queue(queue)
+        {"queue" => queue, "cleared" => true}
+      end
+
+      # Moves jobs of a set to their queues. @returns [Hash] the set, the class and how many.
+      def retry_command(set, name) = sweep("retry", set, name)
+
+      # Moves jobs of the scheduled or retry set to the dead set.
+      def kill_command(set, name)
+        raise UsageError, "kill takes the scheduled or retries set, not dead (use delete)" if set == :dead
+        sweep("kill", set, name)
+      end
+
+      def delete_command(set, name) = sweep("delete", set, name)
+
+      # Asks the matching processes to stop fetching. @returns [Hash] the request and the processes it went to.
+      def quiet_command(target) = signal("quiet", target)
+
+      # Asks the matching processes to finish their jobs and exit.
+      def stop_command(target) = signal("stop", target)
+
+      private
+
+      def store = Jiggler.store
+
+      def parse(argv)
+        options = {}
+        args = OptionParser.new do |opts|
+          opts.banner = USAGE
+          opts.separator("Options:")
+          opts.on("--json", "print JSON instead of tables") { options[:json] = true }
+          opts.on("--class NAME", "only the jobs of this class (retry, kill, delete)") { |v| options[:class] = v }
+          opts.on("-r", "--require PATH", "file that configures jiggler (Jiggler.configure ...)") { |v| options[:require] = v }
+          opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| options[:config_file] = v }
+          opts.on("-e", "--environment ENV", "environment section of the config file") { |v| options[:environment] = v }
+          opts.on("-h", "--help", "print this help") do
+            puts opts
+            return nil
+          end
+        end.parse(argv)
+        [options, args]
+      end
+
+      # The arguments a command's method takes, checked.
+      def operands_for(command, operands, options)
+        case command
+        when "status", "queues" then expect(command, operands, [])
+        when "pause", "resume", "clear" then expect(command, operands, ["QUEUE"])
+        when "quiet", "stop" then expect(command, operands, ["PROCESS"])
+        else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
+        end
+      end
+
+      def expect(command, operands, names)
+        return operands if operands.size == names.size
+        raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
+      end
+
+      def set_named(name)
+        SETS.fetch(name) { raise UsageError, "unknown set #{name.inspect}; use scheduled, retries or dead" }
+      end
+
+      # Applies the server's config file and `-r` file, so the command sees the store the servers use.
+      def configure(options)
+        config = Jiggler.config
+        config.apply_flags(environment: options[:environment]) if options[:environment]
+        path = options[:config_file] || (DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE))
+        config.apply_file(Config::YAMLFile.load(path, config[:environment])) if path
+        load_file(options[:require]) if options[:require]
+      end
+
+      def load_file(path)
+        raise UsageError, "cannot load #{path}: no such file" unless ::File.file?(path)
+        require ::File.expand_path(path)
+      rescue ScriptError, StandardError => error
+        raise if error.is_a?(UsageError)
+        raise UsageError, "#{path} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+      end
+
+      def sweep(command, set, name)
+        count = Sweep.new(store, set, name: name).call(SET_ACTIONS.fetch(command))
+        {"set" => SETS.key(set).then { |key| (key == "retry") ? "retries" : key }, "class" => name, "count" => count}
+      end
+
+      def signal(request, target)
+        matches = Web::Stats.new(store).processes.select { |id, info| names_of(id, info).include?(target) }
+        raise UsageError, "no live process is #{target.inspect} (see jiggler status)" if matches.empty?
+        matches.each { |id, _| store.signal_process(id, request) }
+        {"signal" => request, "processes" => matches.map { |id, info| process_row(id, info) }}
+      end
+
+      # The ways a process may be named on the command line.
+      def names_of(id, info) = [id, info["name"], info["hostname"], "#{info["hostname"]}:#{info["pid"]}"]
+
+      def process_row(id, info)
+        running = info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
+        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running, "concurrency" => info["concurrency"].to_i,
+         "queues" => info["queues"], "quiet" => info["quiet"] == true, "heartbeat" => info["heartbeat"], "started_at" => info["started_at"].to_i}
+      end
+    end
+  end
+end

@@ -1,0 +1,53 @@
+# frozen_string_literal: true
+
+require_relative "table"
+
+module Jiggler
+  class CLI
+    # How the admin commands' results read on a terminal: tables for the reads, one line for each change.
+    module AdminText
+      module_function
+
+      # @parameter command [String] the command that gave the result.
+      # @parameter result [Hash] what the command returned (the same as its `--json` output).
+      # @returns [String]
+      def render(command, result)
+        case command
+        when "status" then status(result)
+        when "queues" then queues(result["queues"])
+        when "pause", "resume" then "#{result["paused"] ? "paused" : "resumed"} queue #{result["queue"]}"
+        when "clear" then "cleared queue #{result["queue"]}"
+        when "retry", "kill", "delete" then sweep(command, result)
+        else signal(result)
+        end
+      end
+
+      def status(result)
+        counts = result["counts"].map { |name, value| "#{name} #{value}" }.join("  ")
+        processes = result["processes"].map do |row|
+          [row["host"], "#{row["busy"]}/#{row["concurrency"]}", row["queues"], row["quiet"] ? "quiet" : "running", ago(row["heartbeat"]), row["id"]]
+        end
+        "#{counts}\n\nProcesses (#{processes.size})\n" +
+          Table.new(%w[HOST BUSY QUEUES STATE HEARTBEAT IDENTITY], processes, numeric: %w[BUSY]).to_s +
+          "\nQueues (#{result["queues"].size})\n#{queues(result["queues"])}"
+      end
+
+      def queues(rows)
+        rows = rows.map { |queue| [queue["name"], queue["size"], format("%.1f s", queue["latency"]), queue["paused"] ? "paused" : "running"] }
+        Table.new(%w[QUEUE SIZE LATENCY STATE], rows, numeric: %w[SIZE LATENCY]).to_s
+      end
+
+      def sweep(command, result)
+        verb = {"retry" => "retried", "kill" => "killed", "delete" => "deleted"}.fetch(command)
+        of_class = result["class"] ? " of class #{result["class"]}" : ""
+        "#{verb} #{result["count"]} jobs#{of_class} in the #{result["set"]} set"
+      end
+
+      def signal(result)
+        result["processes"].map { |row| "asked #{row["host"]} (#{row["id"]}) to #{result["signal"]}; it acts at its next heartbeat" }.join("\n")
+      end
+
+      def ago(epoch) = epoch.is_a?(Numeric) ? format("%.1f s ago", [Time.now.to_f - epoch, 0].max) : ""
+    end
+  end
+end

@@ -1,0 +1,160 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "json"
+require "tmpdir"
+require "fileutils"
+require "jiggler/store/sqlite"
+
+# The admin commands run as real `jiggler` processes against the suite's Redis and against an SQLite file: each reads or
+# changes what the store holds, prints a table or JSON, and fails with one line and status 1.
+module AdminCommandSpecs
+  def self.included(base)
+    base.class_eval do
+      it "shows the counters, queues and live processes in status, as a table and as JSON" do
+        server = start_store_server
+        store.push("reports", [payload(queue: "reports"), payload(queue: "reports")])
+        store.push("mail", [payload(queue: "mail")])
+        store.pause_queue("mail")
+        id = wait_for(message: "the server registered") { store.processes.keys.first }
+        status, output = admin("status")
+        assert_equal 0, status, output
+        assert_match(/^QUEUE\s+SIZE\s+LATENCY\s+STATE$/, output)
+        assert_match(/^mail\s+1\s+\d+\.\d s\s+paused$/, output)
+        assert_includes output, id
+        data = admin_json("status")
+        assert_equal [3, 0, 0], data["counts"].values_at("enqueued", "retry", "dead")
+        assert_equal [["mail", 1, true], ["reports", 2, false]], data["queues"].map { |queue| queue.values_at("name", "size", "paused") }
+        assert_equal [[id, "#{Socket.gethostname}:#{server.pid}"]], data["processes"].map { |row| row.values_at("id", "host") }
+      end
+
+      it "pauses, resumes and clears queues" do
+        store.push("mail", [payload(queue: "mail")])
+        assert_equal [0, "paused queue mail\n"], admin("pause", "mail")
+        assert_equal ["mail"], store.paused_queues
+        assert_equal [{"name" => "mail", "size" => 1, "paused" => true}], admin_json("queues")["queues"].map { |queue| queue.except("latency") }
+        assert_equal [0, "resumed queue mail\n"], admin("resume", "mail")
+        assert_empty store.paused_queues
+        assert_equal [0, "cleared queue mail\n"], admin("clear", "mail")
+        assert_empty store.queue_sizes
+      end
+
+      it "retries, kills and deletes the jobs of a set, all or of one class" do
+        failed("retry", 3, name: "HardJob")
+        failed("retry", 2, name: "HardJobToo")
+        assert_equal [0, "killed 3 jobs of class HardJob in the retries set\n"], admin("kill", "retries", "--class", "HardJob")
+        assert_equal [2, 3], store.counts.values_at(:retry, :dead)
+        assert_equal({"set" => "dead", "class" => "HardJob", "count" => 3}, admin_json("retry", "dead", "--class", "HardJob"))
+        assert_equal [2, 0, 3], [store.counts[:retry], store.counts[:dead], store.queue_sizes["default"]]
+        assert_equal [0, "deleted 2 jobs in the retries set\n"], admin("delete", "retries")
+        assert_equal 0, store.counts[:retry]
+      end
+
+      it "retries a class's jobs when more than a page of other classes' jobs match its name" do
+        failed("dead", 150, name: "ImportJobLater")
+        failed("dead", 2, name: "ImportJob")
+        assert_equal 2, admin_json("retry", "dead", "--class", "ImportJob")["count"]
+        assert_equal [150, 2], [store.counts[:dead], store.queue_sizes["default"]]
+      end
+
+      it "quiets a process named by host and pid, then stops one named by identity" do
+        server = start_store_server
+        id = wait_for(message: "the server registered") { store.processes.keys.first }
+        status, output = admin("quiet", "#{Socket.gethostname}:#{server.pid}")
+        assert_equal 0, status, output
+        assert_includes output, "to quiet"
+        wait_for(message: "the server quiet") { server.log.include?("quiet: no new jobs will be fetched") }
+        wait_for(message: "the server reported quiet") { admin_json("status")["processes"].first["quiet"] }
+        assert_match(/^\S+:#{server.pid}\s+0\/10\s+default\s+quiet\s/, admin("status").last)
+        store.push("default", [payload])
+        assert_equal 0, admin("stop", id).first
+        assert_equal 0, server.wait(timeout: 20), server.log
+        assert_equal({"default" => 1}, store.queue_sizes, "a quiet server fetches nothing")
+      end
+
+      it "refuses with one line and status 1: an unknown set or process, a missing argument, kill of dead" do
+        [%w[retry nowhere], %w[quiet nobody], %w[pause], %w[kill dead], %w[status --bogus]].each do |args|
+          status, output = admin(*args)
+          assert_equal 1, status, "jiggler #{args.join(" ")}: #{output}"
+          assert_match(/\Ajiggler: [^\n]+\n\z/, output)
+        end
+      end
+    end
+  end
+
+  def teardown
+    @servers.each { |server| warn("--- #{server.pid} log:\n#{server.log}") } unless passed?
+    super
+  end
+
+  # A payload as the client writes it.
+  def payload(queue: "default", name: "RecordJob")
+    Jiggler::Payload.dump({"jid" => SecureRandom.hex(12), "name" => name, "args" => [1], "queue" => queue})
+  end
+
+  # Puts `count` jobs of a class in the retry or dead set.
+  def failed(set, count, name:)
+    records = Array.new(count) do |n|
+      Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(n, "default", nil), set: set.to_sym, at: Time.now.to_f + 60, payload: payload(name: name))
+    end
+    store.fail("gone", records, reliable: false, dead_cutoff: 0.0, dead_max: 1_000)
+  end
+
+  # Runs `jiggler ARGS` on this test's store. @returns [Array(Integer, String)] its status and output.
+  def admin(*args)
+    process = ServerProcess.new(*args, *store_flags, namespace: @namespace, env: store_env).start
+    @servers << process
+    status = process.wait(timeout: 20)
+    assert status, "jiggler #{args.join(" ")} did not exit:\n#{process.log}"
+    [status, process.log]
+  end
+
+  def admin_json(*args)
+    status, output = admin(*args, "--json")
+    assert_equal 0, status, output
+    JSON.parse(output)
+  end
+
+  def start_store_server
+    server = ServerProcess.new(*store_flags, namespace: @namespace, env: store_env).start
+    @servers << server
+    wait_for(message: "server start") { server.log.include?("started:") || !server.running? }
+    server
+  end
+end
+
+describe "jiggler admin commands on Redis" do
+  include AdminCommandSpecs
+
+  def store_flags = ["-r", "./test/fixtures/jobs.rb"]
+
+  def store_env = {}
+
+  it "fails with one line when Redis cannot be reached" do
+    process = ServerProcess.new("status", namespace: @namespace, env: {"REDIS_URL" => "redis://127.0.0.1:#{free_port}/0"}).start
+    @servers << process
+    assert_equal 1, process.wait(timeout: 20)
+    assert_match(/\Ajiggler: .*unreachable[^\n]*\n\z/, process.log)
+  end
+end
+
+describe "jiggler admin commands on SQLite" do
+  include AdminCommandSpecs
+
+  before do
+    @dir = Dir.mktmpdir("jiggler-admin")
+    @path = File.join(@dir, "jobs.sqlite3")
+    @sqlite = Jiggler::Store::SQLite.new(path: @path)
+  end
+
+  after do
+    @sqlite.close
+    FileUtils.rm_rf(@dir)
+  end
+
+  def store = @sqlite
+
+  def store_flags = ["-r", "./test/fixtures/metrics_jobs.rb"] # loads jiggler only: nothing here needs Redis
+
+  def store_env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => @path}
+end
