@@ -4,6 +4,7 @@ require "optparse"
 require "stringio"
 require_relative "../jiggler"
 require_relative "config/yaml_file"
+require_relative "config/recurring_file"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
@@ -79,6 +80,7 @@ module Jiggler
       load_config_file(config, flags[:config_file] || config[:config_file] || default_config_file)
       load_app(config[:require])
       load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
+      load_recurring_file(config)
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
     end
@@ -87,6 +89,13 @@ module Jiggler
       return unless path
       config.apply_file(Config::YAMLFile.load(path, config[:environment]))
       @config_file_loaded = true
+    end
+
+    # Tasks of `recurring_file` (config/recurring.yml if present) join those of the config, which win by name; a bad
+    # one stops the boot.
+    def load_recurring_file(config)
+      path = config[:recurring_file] || (Config::RecurringFile::DEFAULT_PATH if ::File.exist?(Config::RecurringFile::DEFAULT_PATH))
+      config[:recurring] = Config::RecurringFile.load(path, config[:environment]).merge(config[:recurring]) if path
     end
 
     def default_config_file

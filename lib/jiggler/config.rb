@@ -34,7 +34,10 @@ module Jiggler
       max_crashes: 3,
       sqlite_path: nil,
       sqlite_synchronous: "normal",
-      done_retention: 3600
+      done_retention: 3600,
+      recurring: {},
+      recurring_file: nil,
+      recurring_missed: :skip
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.

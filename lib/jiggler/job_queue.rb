@@ -185,7 +185,7 @@ module Jiggler
     def migrate
       transaction do
         version = check_file
-        (version + 1..Schema::VERSION).each { |step| @db.execute_batch(Schema::MIGRATIONS.fetch(step)) }
+        Schema::MIGRATIONS.each { |step, sql| @db.execute_batch(sql) if step > version }
         @db.execute("PRAGMA application_id = #{Schema::APPLICATION_ID}")
         @db.execute("PRAGMA user_version = #{Schema::VERSION}")
       end

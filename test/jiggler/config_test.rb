@@ -27,7 +27,10 @@ describe Jiggler::Config do
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
       [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil]]],
-    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]]
+    mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]],
+    recurring: ["a Hash of task names", [nil, [], "every hour", 1]],
+    recurring_file: ["a non-empty String", ["", :recurring, 1]],
+    recurring_missed: [":skip, :run_once", [nil, "always", :catch_up, 1]]
   }
 
   def with_env(values)

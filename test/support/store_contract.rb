@@ -23,7 +23,8 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
+      recurring].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -759,5 +760,49 @@ module StoreContract
     subject.push("default", [job])
     fetch(limit: 1)
     subject.add_to_batch("default", "BatchJob", [item(1)], now)
+  end
+
+  # ---------------------------------------------------------------------------------------------------------------
+  # Flow control: recurring tasks (contract.md, "Recurring tasks").
+  # ---------------------------------------------------------------------------------------------------------------
+  module Specs
+    def describe_recurring
+      it "enqueues each tick of a task once, and never an earlier tick after a later one" do
+        assert subject.enqueue_recurring("report", 100, "default", job)
+        refute subject.enqueue_recurring("report", 100, "default", job)
+        refute subject.enqueue_recurring("report", 99, "default", job)
+        assert subject.enqueue_recurring("report", 101, "default", job)
+        assert subject.enqueue_recurring("other", 100, "default", job)
+        assert_equal({"default" => 3}, subject.queue_sizes)
+      end
+
+      it "enqueues a tick once when many threads ask at once" do
+        stores = Array.new(4) { build_store }
+        wins = stores.map { |store| Thread.new { (1..50).count { |tick| store.enqueue_recurring("report", tick, "default", job) } } }.map(&:value)
+        stores.each(&:close)
+        assert_equal 50, wins.sum
+        assert_equal({"default" => 50}, subject.queue_sizes)
+      end
+
+      it "skips ticks of a disabled task, and runs it by hand all the same" do
+        subject.save_recurring({"report" => %({"class":"RecordJob"})})
+        subject.enable_recurring("report", false)
+        refute subject.enqueue_recurring("report", 100, "default", job)
+        assert subject.enqueue_recurring("report", nil, "default", job, now: 123.0)
+        assert_equal [["report", %({"class":"RecordJob"}), 123.0, false]], subject.recurring_tasks
+        subject.enable_recurring("report", true)
+        assert subject.enqueue_recurring("report", 100, "default", job)
+        assert_equal({"default" => 2}, subject.queue_sizes)
+      end
+
+      it "lists the tasks last saved, with their last run, and forgets the others" do
+        subject.save_recurring({"a" => "{}", "b" => "{}"})
+        subject.enqueue_recurring("b", 100, "default", job, now: 100.5)
+        assert_equal [["a", "{}", nil, true], ["b", "{}", 100.5, true]], subject.recurring_tasks
+        subject.save_recurring({"b" => %({"x":1})})
+        assert_equal [["b", %({"x":1}), 100.5, true]], subject.recurring_tasks
+        refute subject.enqueue_recurring("b", 100, "default", job)
+      end
+    end
   end
 end

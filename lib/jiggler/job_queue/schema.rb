@@ -7,7 +7,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 3
+      VERSION = 10
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -39,10 +39,21 @@ module Jiggler
         SQL
         # Batch items (state "batching") name their batch class; finished jobs' return values (`result_ttl`) are kept
         # until they expire.
-        3 => <<~SQL
+        3 => <<~SQL,
           ALTER TABLE jobs ADD COLUMN batch TEXT;
           CREATE TABLE results (jid TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
           CREATE INDEX results_by_expiry ON results (expires_at);
+        SQL
+        # Recurring tasks: their settings as servers last recorded them (NULL once no server names the task), the
+        # last tick claimed, the last run and whether they are disabled.
+        10 => <<~SQL
+          CREATE TABLE recurring_tasks (
+            name TEXT PRIMARY KEY,
+            definition TEXT,
+            tick INTEGER,
+            last_run REAL,
+            disabled INTEGER NOT NULL DEFAULT 0
+          );
         SQL
       }.freeze
     end

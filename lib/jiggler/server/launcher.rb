@@ -11,6 +11,7 @@ require_relative "scheduler"
 require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
+require_relative "cron"
 
 module Jiggler
   module Server
@@ -35,6 +36,7 @@ module Jiggler
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = Batcher.new(store: Store.dedicated(config), longest_wait: config[:poll_interval], logger: logger) if Batcher.needed?
+          @cron = Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger) if config[:recurring].any?
         end
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
@@ -53,6 +55,7 @@ module Jiggler
         @listener.start(parent: parent)
         @scheduler&.start(parent: parent)
         @batcher&.start(parent: parent)
+        @cron&.start(parent: parent)
         @reaper.start(parent: parent)
         @logger.info(started_message)
       end
@@ -72,6 +75,7 @@ module Jiggler
         @listener.stop
         @scheduler&.stop
         @batcher&.stop
+        @cron&.stop
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])

@@ -10,6 +10,7 @@ require_relative "redis/batches"
 require_relative "redis/results"
 require_relative "redis/admin"
 require_relative "redis/admin_actions"
+require_relative "redis/recurrences"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -33,6 +34,7 @@ module Jiggler
       include Results
       include Admin
       include AdminActions
+      include Recurrences
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

@@ -11,6 +11,7 @@ require_relative "sqlite/batches"
 require_relative "sqlite/results"
 require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
+require_relative "sqlite/recurrences"
 
 module Jiggler
   module Store
@@ -33,6 +34,7 @@ module Jiggler
       include Results
       include Admin
       include AdminActions
+      include Recurrences
 
       CHUNK = 500
       PUSH_POLL = 0.005
