@@ -36,8 +36,12 @@ module Jiggler
       new(name.to_s, settings.transform_keys(&:to_s))
     end
 
-    # Reads a task back from its `to_h` (what the dashboard finds in the store).
-    def self.from_h(name, hash) = new(name, hash)
+    # Reads back what `to_h` wrote (what the dashboard finds in the store).
+    # @returns [Array(RecurringTask, Hash)] the task and its job class's options.
+    def self.from_h(name, hash)
+      options = hash.fetch("job", {}).to_h { |key, value| [key.to_sym, value] }
+      [new(name, hash.except("job")), Job::Options::DEFAULTS.merge(options)]
+    end
 
     def initialize(name, settings)
       @name = name
@@ -75,8 +79,13 @@ module Jiggler
     # The queue the job goes to: the task's, else the class's.
     def queue_for(options) = @queue || options[:queue]
 
-    # The settings, as stored for the dashboard. @returns [Hash(String, Object)]
-    def to_h = {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description}.compact
+    # The settings, with the job class's options, as stored for the dashboard (which may not load the class).
+    # @parameter options [Hash] the job class's options.
+    # @returns [Hash(String, Object)]
+    def to_h(options)
+      job = options.slice(:queue, :retries, :retry_queue).compact.transform_keys(&:to_s)
+      {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description, "job" => job}.compact
+    end
 
     private
 

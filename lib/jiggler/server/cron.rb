@@ -42,7 +42,7 @@ module Jiggler
       # Records the tasks for the dashboard, then starts the loop.
       # @parameter parent [Async::Task]
       def start(parent:)
-        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h)] })
+        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h(@options[task.name]))] })
         @periodic.start(parent: parent)
       end
 

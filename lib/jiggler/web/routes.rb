@@ -4,6 +4,7 @@ require_relative "router"
 require_relative "stats"
 require_relative "entry"
 require_relative "assets"
+require_relative "recurring_routes"
 require_relative "../job_rules"
 
 module Jiggler
@@ -19,6 +20,7 @@ module Jiggler
       def self.draw(router = Router.new)
         pages(router)
         queue_actions(router)
+        RecurringRoutes.draw(router) # before the sets' "/:set", which would take "/recurring"
         set_pages(router)
         set_actions(router)
         router
