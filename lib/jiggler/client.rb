@@ -3,6 +3,7 @@
 require "securerandom"
 require_relative "payload"
 require_relative "batch"
+require_relative "unique_job"
 
 module Jiggler
   # Turns jobs into payloads and writes them to the store: due jobs to their queue (items of a batch class to their
@@ -20,10 +21,11 @@ module Jiggler
     # @parameter args_list [Array(Array)] JSON-native arguments, already checked.
     # @parameter options [Hash] queue:, retries:, retry_queue:, and batch_size: and batch_interval: for batch items.
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
-    # @returns [Array(String)] the job ids.
+    # @returns [Array(String | Nil)] the job ids; nil for a unique job whose lock was taken.
     def push(name, args_list, options, at: nil)
       now = Time.now.to_f
       scheduled = at && at > now
+      return UniqueJob.push(@store, fields(name, options, now, scheduled), args_list, options, (at if scheduled)) if options[:unique]
       jids = job_ids(args_list.size)
       shared = shared_fields(name, options, now, scheduled)
       payloads = args_list.each_with_index.map { |args, index| %({"jid":"#{jids[index]}","args":#{Payload.dump(args)},#{shared}) }
@@ -53,12 +55,14 @@ module Jiggler
 
     # The JSON of the fields every job of one call shares, without its opening brace, to follow jid and args. A
     # scheduled item of a batch class is marked, so that the scheduler puts it in its batch when it is due.
-    def shared_fields(name, options, now, scheduled)
+    def shared_fields(name, options, now, scheduled) = Payload.dump(fields(name, options, now, scheduled)).delete_prefix("{")
+
+    def fields(name, options, now, scheduled)
       fields = {"name" => name, "queue" => options[:queue], "retries" => options[:retries], "created_at" => now}
       fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
       fields[Batch::ITEM] = true if scheduled && options[:batch_size]
       fields["enqueued_at"] = now unless scheduled
-      Payload.dump(fields).delete_prefix("{")
+      fields
     end
   end
 end

@@ -24,7 +24,7 @@ module StoreContract
   def self.included(base)
     base.extend(Specs)
     %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
-      recurring].each do |group|
+      recurring uniqueness].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -802,6 +802,36 @@ module StoreContract
         subject.save_recurring({"b" => %({"x":1})})
         assert_equal [["b", %({"x":1}), 100.5, true]], subject.recurring_tasks
         refute subject.enqueue_recurring("b", 100, "default", job)
+      end
+    end
+
+    def describe_uniqueness
+      it "writes a unique job only while its lock is free, and frees it for its holder only" do
+        assert subject.enqueue_unique("RecordJob:a", "j1", 60, queue: "default", payload: job)
+        refute subject.enqueue_unique("RecordJob:a", "j2", 60, queue: "default", payload: job)
+        assert subject.enqueue_unique("RecordJob:b", "j3", 60, queue: "default", payload: job)
+        assert_equal "j1", subject.lock_holder("RecordJob:a")
+        refute subject.unlock("RecordJob:a", "j2")
+        assert subject.unlock("RecordJob:a", "j1")
+        assert_nil subject.lock_holder("RecordJob:a")
+        assert subject.enqueue_unique("RecordJob:a", "j4", 60, queue: "default", payload: job)
+        assert_equal({"default" => 3}, subject.queue_sizes)
+      end
+
+      it "schedules a unique job, and lets its lock expire after its ttl" do
+        assert subject.enqueue_unique("RecordJob:a", "j1", 0.05, queue: "default", payload: job, at: now + 60)
+        assert_equal 1, subject.counts[:scheduled]
+        sleep 0.1
+        assert_nil subject.lock_holder("RecordJob:a")
+        assert subject.enqueue_unique("RecordJob:a", "j2", 60, queue: "default", payload: job)
+      end
+
+      it "writes one job when many threads enqueue the same one at once" do
+        stores = Array.new(4) { build_store }
+        wins = stores.map { |store| Thread.new { (1..25).count { |n| store.enqueue_unique("RecordJob:a", "j#{n}", 60, queue: "default", payload: job) } } }.map(&:value)
+        stores.each(&:close)
+        assert_equal 1, wins.sum
+        assert_equal({"default" => 1}, subject.queue_sizes)
       end
     end
   end

@@ -45,7 +45,7 @@ module Jiggler
           CREATE INDEX results_by_expiry ON results (expires_at);
         SQL
         # Recurring tasks: their settings as servers last recorded them (NULL once no server names the task), the
-        # last tick claimed, the last run and whether they are disabled.
+        # last tick claimed, the last run and whether they are disabled. Unique jobs' locks: the jid holding each.
         10 => <<~SQL
           CREATE TABLE recurring_tasks (
             name TEXT PRIMARY KEY,
@@ -54,6 +54,7 @@ module Jiggler
             last_run REAL,
             disabled INTEGER NOT NULL DEFAULT 0
           );
+          CREATE TABLE unique_locks (lock TEXT PRIMARY KEY, jid TEXT NOT NULL, expires_at REAL NOT NULL);
         SQL
       }.freeze
     end

@@ -5,6 +5,7 @@ require_relative "../payload"
 require_relative "../job"
 require_relative "../batch"
 require_relative "../result"
+require_relative "../unique_job"
 require_relative "failure"
 
 module Jiggler
@@ -47,8 +48,10 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
+        release(job, :started) if job["unique"]
         value = instance.public_send(method, *args)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
+        release(job, :finished) if job["unique"]
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
       rescue Async::Stop => error
@@ -68,7 +71,15 @@ module Jiggler
             "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
         end
         keep_failure(job) if dead
+        release(job, :finished) if dead && job["unique"]
         record
+      end
+
+      # Releases a unique job's lock (UniqueJob); if the store fails, the job goes on and the lock's ttl frees it.
+      def release(job, point)
+        UniqueJob.release(Jiggler.store, job, point)
+      rescue => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: its unique lock could not be released (its ttl will): #{error.message}")
       end
 
       # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.

@@ -11,6 +11,7 @@ require_relative "redis/results"
 require_relative "redis/admin"
 require_relative "redis/admin_actions"
 require_relative "redis/recurrences"
+require_relative "redis/uniqueness"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -35,6 +36,7 @@ module Jiggler
       include Admin
       include AdminActions
       include Recurrences
+      include Uniqueness
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

@@ -12,6 +12,7 @@ require_relative "sqlite/results"
 require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
 require_relative "sqlite/recurrences"
+require_relative "sqlite/uniqueness"
 
 module Jiggler
   module Store
@@ -35,6 +36,7 @@ module Jiggler
       include Admin
       include AdminActions
       include Recurrences
+      include Uniqueness
 
       CHUNK = 500
       PUSH_POLL = 0.005
