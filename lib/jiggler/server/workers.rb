@@ -59,7 +59,7 @@ module Jiggler
           # Read from another thread, a worker may move on between the two reads; a job still in its slot after
           # them started at `run_at` (each Fetched is run once, and its start is written before it).
           next unless job && @slots[index].equal?(job)
-          jobs[job.handle.to_s] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
+          jobs[job.handle] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
         end
       end
 
