@@ -4,6 +4,7 @@ require "securerandom"
 require_relative "payload"
 require_relative "batch"
 require_relative "unique_job"
+require_relative "limited_job"
 
 module Jiggler
   # Turns jobs into payloads and writes them to the store: due jobs to their queue (items of a batch class to their
@@ -26,6 +27,7 @@ module Jiggler
       now = Time.now.to_f
       scheduled = at && at > now
       return UniqueJob.push(@store, fields(name, options, now, scheduled), args_list, options, (at if scheduled)) if options[:unique]
+      return push_limited(name, args_list, options, now, at, scheduled) if options[:concurrency]
       jids = job_ids(args_list.size)
       shared = shared_fields(name, options, now, scheduled)
       payloads = args_list.each_with_index.map { |args, index| %({"jid":"#{jids[index]}","args":#{Payload.dump(args)},#{shared}) }
@@ -40,6 +42,17 @@ module Jiggler
     end
 
     private
+
+    # Jobs of a class with a concurrency limit carry their key, computed from each one's arguments.
+    def push_limited(name, args_list, options, now, at, scheduled)
+      shared = fields(name, options, now, scheduled)
+      jids = job_ids(args_list.size)
+      payloads = args_list.each_with_index.map do |args, index|
+        Payload.dump({"jid" => jids[index], "args" => args, **shared, "concurrency" => LimitedJob.field(name, args, options[:concurrency])})
+      end
+      scheduled ? @store.schedule(payloads.map { |payload| [at, payload] }) : @store.push(options[:queue], payloads)
+      jids
+    end
 
     def add_to_batch(name, payloads, options, now)
       size = options[:batch_size]

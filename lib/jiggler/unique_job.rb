@@ -4,6 +4,7 @@ require "digest/sha2"
 require "securerandom"
 require_relative "error"
 require_relative "payload"
+require_relative "limited_job"
 
 module Jiggler
   # Unique jobs: a class with `job_options unique: {...}` has at most one job per lock key at a time. The key is the
@@ -55,10 +56,15 @@ module Jiggler
       args_list.map do |args|
         jid = SecureRandom.hex(12)
         lock = lock_key(fields["name"], args, unique)
-        payload = Payload.dump({"jid" => jid, "args" => args, **fields, "unique" => {"lock" => lock, "until" => unique[:until].to_s}})
+        payload = Payload.dump({"jid" => jid, "args" => args, **fields, **limit_field(fields, args, options), "unique" => {"lock" => lock, "until" => unique[:until].to_s}})
         next jid if store.enqueue_unique(lock, jid, unique[:ttl], queue: options[:queue], payload: payload, at: at)
         raise ConflictError, "#{fields["name"]} is already enqueued with lock #{lock}" if unique[:on_conflict] == :raise
       end
+    end
+
+    # The concurrency limit's field of a job of a class that also sets one.
+    def limit_field(fields, args, options)
+      options[:concurrency] ? {"concurrency" => LimitedJob.field(fields["name"], args, options[:concurrency])} : {}
     end
 
     # The lock's name: the class, and the user's key or a digest of the arguments.

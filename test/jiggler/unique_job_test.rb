@@ -17,6 +17,7 @@ describe Jiggler::UniqueJob do
     end
     batch = Class.new { include Jiggler::Job }
     assert_raises(ArgumentError) { batch.job_options(unique: true, batch_size: 10) }
+    assert_raises(ArgumentError) { batch.job_options(concurrency: {limit: 1}, batch_size: 10) }
   end
 
   it "locks by class and arguments, or by the key computed from them" do
@@ -46,5 +47,17 @@ describe Jiggler::UniqueJob do
     post_form "/retries", {"do" => "kill", "keys" => ["200.0-j2"]}
     assert_nil store.lock_holder("RecordJob:j1")
     assert_nil store.lock_holder("RecordJob:j2")
+  end
+end
+
+describe Jiggler::LimitedJob do
+  it "checks the option and computes each job's key from its arguments" do
+    options = Jiggler::LimitedJob.options(limit: 2, key: ->(account, *) { account })
+    assert_equal({"key" => "Export:acme", "limit" => 2, "ttl" => 900}, Jiggler::LimitedJob.field("Export", ["acme", 1], options))
+    assert_equal "Export", Jiggler::LimitedJob.field("Export", [1], Jiggler::LimitedJob.options(limit: 1))["key"]
+    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be/,
+     {limit: 1, key: :id} => /key must be a Proc/, {limit: 1, per: 2} => /unknown concurrency option :per/, 3 => /must be a Hash/}.each do |value, message|
+      assert_match message, assert_raises(ArgumentError) { Jiggler::LimitedJob.options(value) }.message
+    end
   end
 end

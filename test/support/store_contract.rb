@@ -24,7 +24,7 @@ module StoreContract
   def self.included(base)
     base.extend(Specs)
     %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
-      recurring uniqueness].each do |group|
+      recurring uniqueness limits].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -834,5 +834,59 @@ module StoreContract
         assert_equal({"default" => 1}, subject.queue_sizes)
       end
     end
+
+    def describe_limits
+      it "gives slots up to the limit, then moves jobs from flight to the key's waiting list, off the queue" do
+        payloads = Array.new(4) { |n| job(jid: "j#{n}") }
+        subject.push("default", payloads)
+        jobs = fetch(limit: 4)
+        assert_equal [true, true, false, false], jobs.map { |fetched| acquire(fetched, limit: 2) }
+        assert_equal 2, subject.in_flight_count(PROCESS)
+        assert_equal({"default" => 2}, subject.waiting_counts)
+        assert_equal({}, subject.queue_sizes)
+        assert acquire(jobs.first, limit: 2), "a job that holds a slot finds it again"
+      end
+
+      it "gives a freed slot to the oldest waiting job, at the head of its queue, reserved for it" do
+        subject.push("default", Array.new(3) { |n| job(jid: "j#{n}") })
+        jobs = fetch(limit: 3)
+        jobs.each { |fetched| acquire(fetched, limit: 1) }
+        subject.push("default", [late = job(jid: "late")])
+        assert_equal 1, subject.release_slot("RecordJob", "j0", limit: 1, ttl: 60)
+        assert_equal ["j1", "late"], subject.queue_entries("default").map { |payload| jid_of(payload) }
+        assert_equal({"default" => 1}, subject.waiting_counts)
+        other = fetch(limit: 1).first
+        assert_equal "j1", jid_of(other.payload)
+        assert acquire(other, limit: 1)
+        refute acquire(fetch(limit: 1).first, limit: 1), "the late job waits behind j2"
+        assert_equal 2, subject.waiting_counts["default"]
+        assert late
+      end
+
+      it "moves jobs waiting on slots that expired" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        acquire(first, limit: 1, ttl: 0.05)
+        refute acquire(second, limit: 1, ttl: 0.05)
+        assert_equal 0, subject.promote_expired
+        sleep 0.1
+        assert_equal 1, subject.promote_expired
+        assert_equal ["j1"], subject.queue_entries("default").map { |payload| jid_of(payload) }
+        assert_equal({}, subject.waiting_counts)
+      end
+
+      it "leaves a job that is no longer in flight for this process" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        acquire(first, limit: 1)
+        subject.requeue(PROCESS, [second])
+        assert_nil acquire(second, limit: 1)
+        assert_equal({}, subject.waiting_counts)
+      end
+    end
+  end
+
+  def acquire(fetched, limit:, ttl: 60)
+    subject.acquire_slot(PROCESS, fetched, key: "RecordJob", limit: limit, jid: jid_of(fetched.payload), ttl: ttl, reliable: true)
   end
 end

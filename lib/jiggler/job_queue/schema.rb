@@ -46,6 +46,7 @@ module Jiggler
         SQL
         # Recurring tasks: their settings as servers last recorded them (NULL once no server names the task), the
         # last tick claimed, the last run and whether they are disabled. Unique jobs' locks: the jid holding each.
+        # Concurrency limits: the slots held per key, the keys with jobs waiting, and each waiting job's key.
         10 => <<~SQL
           CREATE TABLE recurring_tasks (
             name TEXT PRIMARY KEY,
@@ -55,6 +56,10 @@ module Jiggler
             disabled INTEGER NOT NULL DEFAULT 0
           );
           CREATE TABLE unique_locks (lock TEXT PRIMARY KEY, jid TEXT NOT NULL, expires_at REAL NOT NULL);
+          CREATE TABLE limit_slots (key TEXT NOT NULL, jid TEXT NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (key, jid));
+          CREATE TABLE limit_keys (key TEXT PRIMARY KEY, max INTEGER NOT NULL, ttl REAL NOT NULL);
+          ALTER TABLE jobs ADD COLUMN waiting_key TEXT;
+          CREATE INDEX jobs_waiting ON jobs (waiting_key, run_at, id) WHERE waiting_key IS NOT NULL;
         SQL
       }.freeze
     end

@@ -12,6 +12,7 @@ require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
 require_relative "cron"
+require_relative "gate"
 
 module Jiggler
   module Server
@@ -29,13 +30,16 @@ module Jiggler
         @config = config
         @logger = logger
         @identity = Identity.new(config)
-        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? })
+        gate = Gate.new(process: @identity.id, reliable: config.at_least_once?)
+        processor = Processor.new(logger: logger, interrupted: -> { @workers.interrupting? }, gate: gate)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = Batcher.new(store: Store.dedicated(config), longest_wait: config[:poll_interval], logger: logger) if Batcher.needed?
+          limits = Store.dedicated(config) # moves jobs waiting on slots that expired (LimitedJob's ttl)
+          @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger, closing: limits) { limits.promote_expired }
           @cron = Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger) if config[:recurring].any?
         end
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
@@ -56,6 +60,7 @@ module Jiggler
         @scheduler&.start(parent: parent)
         @batcher&.start(parent: parent)
         @cron&.start(parent: parent)
+        @limiter&.start(parent: parent)
         @reaper.start(parent: parent)
         @logger.info(started_message)
       end
@@ -76,6 +81,7 @@ module Jiggler
         @scheduler&.stop
         @batcher&.stop
         @cron&.stop
+        @limiter&.stop
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])

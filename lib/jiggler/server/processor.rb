@@ -22,9 +22,11 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      def initialize(logger:, interrupted: -> { true })
+      # @parameter gate [Gate | Nil] checks concurrency limits; nil runs every job.
+      def initialize(logger:, interrupted: -> { true }, gate: nil)
         @logger = logger
         @interrupted = interrupted
+        @gate = gate
         @classes = {}
       end
 
@@ -48,10 +50,12 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
+        return if (limit = job["concurrency"]) && @gate && !@gate.enter(fetched, job, limit) # waits for a slot, off the queue
         release(job, :started) if job["unique"]
         value = instance.public_send(method, *args)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
+        leave(job, limit) if limit && @gate
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
       rescue Async::Stop => error
@@ -72,7 +76,15 @@ module Jiggler
         end
         keep_failure(job) if dead
         release(job, :finished) if dead && job["unique"]
+        leave(job, job["concurrency"]) if job["concurrency"] && @gate
         record
+      end
+
+      # Gives a limited job's slot back; if the store fails, the slot's ttl frees it.
+      def leave(job, limit)
+        @gate.leave(job, limit)
+      rescue => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not be freed (its ttl will): #{error.message}")
       end
 
       # Releases a unique job's lock (UniqueJob); if the store fails, the job goes on and the lock's ttl frees it.

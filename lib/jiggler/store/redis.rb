@@ -12,6 +12,7 @@ require_relative "redis/admin"
 require_relative "redis/admin_actions"
 require_relative "redis/recurrences"
 require_relative "redis/uniqueness"
+require_relative "redis/limits"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -37,6 +38,7 @@ module Jiggler
       include AdminActions
       include Recurrences
       include Uniqueness
+      include Limits
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

@@ -13,6 +13,7 @@ require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
 require_relative "sqlite/recurrences"
 require_relative "sqlite/uniqueness"
+require_relative "sqlite/limits"
 
 module Jiggler
   module Store
@@ -37,6 +38,7 @@ module Jiggler
       include AdminActions
       include Recurrences
       include Uniqueness
+      include Limits
 
       CHUNK = 500
       PUSH_POLL = 0.005
