@@ -63,3 +63,18 @@ describe "Jiggler::Web recurring page" do
     assert_includes body, "unreadable settings"
   end
 end
+
+describe "Jiggler::Web queues page with concurrency limits" do
+  include WebSession
+
+  it "shows the jobs waiting for a slot, per queue, also when the queue is otherwise empty" do
+    web_store.push("exports", [payload(queue: "exports"), payload(queue: "exports")])
+    web_store.fetch("proc-1", ["exports"], limit: 2).each do |job|
+      web_store.acquire_slot("proc-1", job, key: "k", limit: 1, jid: jid_of(job.payload), ttl: 60, reliable: true)
+    end
+    get "/queues"
+    assert_equal "1", body[%r{<tr data-queue="exports">.*?<td class="num" data-waiting>(\d+)</td>}m, 1]
+    get "/stats"
+    assert_equal [["exports", 0, 1]], JSON.parse(body)["queues"].map { |queue| queue.values_at("name", "size", "waiting") }
+  end
+end
