@@ -27,7 +27,7 @@ module Jiggler
       now = Time.now.to_f
       scheduled = at && at > now
       return UniqueJob.push(@store, fields(name, options, now, scheduled), args_list, options, (at if scheduled)) if options[:unique]
-      return push_limited(name, args_list, options, now, at, scheduled) if options[:concurrency]
+      return push_limited(name, args_list, options, now, at, scheduled) if options[:concurrency] || options[:rate]
       jids = job_ids(args_list.size)
       shared = shared_fields(name, options, now, scheduled)
       payloads = args_list.each_with_index.map { |args, index| %({"jid":"#{jids[index]}","args":#{Payload.dump(args)},#{shared}) }
@@ -43,12 +43,12 @@ module Jiggler
 
     private
 
-    # Jobs of a class with a concurrency limit carry their key, computed from each one's arguments.
+    # Jobs of a class with a concurrency or rate limit carry their keys, computed from each one's arguments.
     def push_limited(name, args_list, options, now, at, scheduled)
       shared = fields(name, options, now, scheduled)
       jids = job_ids(args_list.size)
       payloads = args_list.each_with_index.map do |args, index|
-        Payload.dump({"jid" => jids[index], "args" => args, **shared, "concurrency" => LimitedJob.field(name, args, options[:concurrency])})
+        Payload.dump({"jid" => jids[index], "args" => args, **shared, "limits" => LimitedJob.field(name, args, options)})
       end
       scheduled ? @store.schedule(payloads.map { |payload| [at, payload] }) : @store.push(options[:queue], payloads)
       jids

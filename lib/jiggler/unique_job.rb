@@ -62,9 +62,9 @@ module Jiggler
       end
     end
 
-    # The concurrency limit's field of a job of a class that also sets one.
+    # The limits' field of a job of a class that also sets a concurrency or rate limit.
     def limit_field(fields, args, options)
-      options[:concurrency] ? {"concurrency" => LimitedJob.field(fields["name"], args, options[:concurrency])} : {}
+      (options[:concurrency] || options[:rate]) ? {"limits" => LimitedJob.field(fields["name"], args, options)} : {}
     end
 
     # The lock's name: the class, and the user's key or a digest of the arguments.

@@ -51,13 +51,14 @@ describe Jiggler::UniqueJob do
 end
 
 describe Jiggler::LimitedJob do
-  it "checks the option and computes each job's key from its arguments" do
-    options = Jiggler::LimitedJob.options(limit: 2, key: ->(account, *) { account })
-    assert_equal({"key" => "Export:acme", "limit" => 2, "ttl" => 900}, Jiggler::LimitedJob.field("Export", ["acme", 1], options))
-    assert_equal "Export", Jiggler::LimitedJob.field("Export", [1], Jiggler::LimitedJob.options(limit: 1))["key"]
-    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be/,
+  it "checks the options and computes each job's keys from its arguments" do
+    options = {concurrency: Jiggler::LimitedJob.options(limit: 2, key: ->(account, *) { account }), rate: Jiggler::LimitedJob.rate_options(limit: 50)}
+    assert_equal({"concurrency" => {"key" => "Export:acme", "limit" => 2, "ttl" => 900}, "rate" => {"key" => "Export", "limit" => 50, "period" => 1}},
+      Jiggler::LimitedJob.field("Export", ["acme", 1], options))
+    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be a number > 0/,
      {limit: 1, key: :id} => /key must be a Proc/, {limit: 1, per: 2} => /unknown concurrency option :per/, 3 => /must be a Hash/}.each do |value, message|
       assert_match message, assert_raises(ArgumentError) { Jiggler::LimitedJob.options(value) }.message
     end
+    assert_match(/rate period must be a number > 0/, assert_raises(ArgumentError) { Jiggler::LimitedJob.rate_options(limit: 5, period: 0) }.message)
   end
 end

@@ -875,6 +875,31 @@ module StoreContract
         assert_equal({}, subject.waiting_counts)
       end
 
+      it "starts up to the limit in a period, then schedules jobs in order, each when the budget allows" do
+        subject.push("default", Array.new(5) { |n| job(jid: "j#{n}") })
+        started = now
+        results = fetch(limit: 5).map { |fetched| acquire_rate(fetched, limit: 2, period: 10) }
+        assert_equal [true, true], results.first(2)
+        dues = results.drop(2)
+        assert_equal dues.sort, dues, "waiting jobs come back in order"
+        assert_in_delta started + 10, dues[0], 1
+        assert_in_delta started + 20, dues[2], 1
+        assert_equal 3, subject.counts[:scheduled]
+        assert_equal 2, subject.in_flight_count(PROCESS)
+      end
+
+      it "starts a job that comes back when the budget allows, and schedules it again if it still does not" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        assert acquire_rate(first, limit: 1, period: 0.2)
+        due = acquire_rate(second, limit: 1, period: 0.2)
+        enqueue_due(due + 0.01)
+        back = fetch(limit: 1).first
+        assert_equal "j1", jid_of(back.payload)
+        sleep [due - now, 0].max + 0.05
+        assert acquire_rate(back, limit: 1, period: 0.2)
+      end
+
       it "leaves a job that is no longer in flight for this process" do
         subject.push("default", [job(jid: "j0"), job(jid: "j1")])
         first, second = fetch(limit: 2)
@@ -884,6 +909,10 @@ module StoreContract
         assert_equal({}, subject.waiting_counts)
       end
     end
+  end
+
+  def acquire_rate(fetched, limit:, period:)
+    subject.acquire_rate(PROCESS, fetched, key: "RecordJob", limit: limit, period: period, jid: jid_of(fetched.payload), reliable: true)
   end
 
   def acquire(fetched, limit:, ttl: 60)

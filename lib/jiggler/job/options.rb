@@ -10,7 +10,7 @@ module Jiggler
     module Options
       DEFAULTS = {queue: "default", retries: 25, retry_queue: nil}.freeze
       # Set only by the classes that use them: batching (`perform_batch`) and stored return values.
-      OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency].freeze
+      OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency rate].freeze
       BATCH_SIZE_MAX = 10_000
       BATCH_INTERVAL = 1.0
 
@@ -23,7 +23,8 @@ module Jiggler
         merged = base.merge(changes.to_h { |key, value| [key, value.is_a?(Symbol) ? value.to_s : value] })
         merged[:unique] = UniqueJob.options(merged[:unique]) if merged[:unique]
         merged[:concurrency] = LimitedJob.options(merged[:concurrency]) if merged[:concurrency]
-        raise ArgumentError, "batch items cannot be unique or limited: drop batch_size" if (merged[:unique] || merged[:concurrency]) && merged[:batch_size]
+        merged[:rate] = LimitedJob.rate_options(merged[:rate]) if merged[:rate]
+        raise ArgumentError, "batch items cannot be unique or limited: drop batch_size" if (merged[:unique] || merged[:concurrency] || merged[:rate]) && merged[:batch_size]
         if merged[:batch_interval] && !merged[:batch_size]
           raise ArgumentError, "batch_interval needs batch_size: job_options batch_size: 100, batch_interval: #{merged[:batch_interval]}"
         end
@@ -44,6 +45,7 @@ module Jiggler
         when :batch_interval, :result_ttl then seconds!(key, value)
         when :unique then UniqueJob.options(value) unless value.nil? || value == false
         when :concurrency then LimitedJob.options(value) unless value.nil?
+        when :rate then LimitedJob.rate_options(value) unless value.nil?
         else
           raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + OPTIONAL).join(", ")}"
         end

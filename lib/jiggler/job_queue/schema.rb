@@ -46,7 +46,8 @@ module Jiggler
         SQL
         # Recurring tasks: their settings as servers last recorded them (NULL once no server names the task), the
         # last tick claimed, the last run and whether they are disabled. Unique jobs' locks: the jid holding each.
-        # Concurrency limits: the slots held per key, the keys with jobs waiting, and each waiting job's key.
+        # Concurrency limits: the slots held per key, the keys with jobs waiting, and each waiting job's key. Rate
+        # limits: each key's starts in the last period, and its plan (starts and reservations of waiting jobs).
         10 => <<~SQL
           CREATE TABLE recurring_tasks (
             name TEXT PRIMARY KEY,
@@ -60,6 +61,8 @@ module Jiggler
           CREATE TABLE limit_keys (key TEXT PRIMARY KEY, max INTEGER NOT NULL, ttl REAL NOT NULL);
           ALTER TABLE jobs ADD COLUMN waiting_key TEXT;
           CREATE INDEX jobs_waiting ON jobs (waiting_key, run_at, id) WHERE waiting_key IS NOT NULL;
+          CREATE TABLE rate_starts (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
+          CREATE TABLE rate_plan (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
         SQL
       }.freeze
     end

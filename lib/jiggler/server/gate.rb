@@ -2,9 +2,10 @@
 
 module Jiggler
   module Server
-    # Lets a job of a class with a concurrency limit (LimitedJob) start only with a slot of its key: the processor asks
-    # before it performs the job and, when it may not, the store has already moved it from flight to its key's waiting
-    # list, so the worker goes on to the next job. The slot is given back when the job ends, however it ends.
+    # Lets a job of a class with a rate or concurrency limit (LimitedJob) start only within its key's budget and with
+    # a slot: the processor asks before it performs the job and, when it may not, the store has already moved it out
+    # of flight (to the scheduled set for a rate, to its key's waiting list for a slot), so the worker goes on to the
+    # next job. The slot is given back when the job ends, however it ends.
     class Gate
       # @parameter process [String] this server's id, whose in-flight jobs the gate moves.
       # @parameter reliable [Boolean] whether fetched jobs are held in flight (at-least-once).
@@ -15,16 +16,28 @@ module Jiggler
         @store = store
       end
 
-      # Takes a slot for the job, or leaves it waiting. @returns [Boolean] whether to perform it now.
-      # @parameter limit [Hash] the payload's "concurrency" field: key, limit and ttl.
-      def enter(fetched, job, limit)
-        @store.call.acquire_slot(@process, fetched, key: limit["key"].to_s, limit: limit["limit"].to_i, jid: job["jid"].to_s,
-          ttl: limit["ttl"].to_f, reliable: @reliable) == true
+      # Takes a start of the rate and a slot, or leaves the job waiting. @returns [Boolean] whether to perform it now.
+      # @parameter limits [Hash] the payload's "limits" field: "rate" and "concurrency", each with its key.
+      def enter(fetched, job, limits)
+        (!(rate = limits["rate"]) || rate_allows?(fetched, job, rate)) && (!(slot = limits["concurrency"]) || slot_taken?(fetched, job, slot))
       end
 
       # Gives the job's slot back, to the oldest job waiting for one.
-      def leave(job, limit)
-        @store.call.release_slot(limit["key"].to_s, job["jid"].to_s, limit: limit["limit"].to_i, ttl: limit["ttl"].to_f)
+      def leave(job, limits)
+        slot = limits["concurrency"] or return
+        @store.call.release_slot(slot["key"].to_s, job["jid"].to_s, limit: slot["limit"].to_i, ttl: slot["ttl"].to_f)
+      end
+
+      private
+
+      def rate_allows?(fetched, job, rate)
+        @store.call.acquire_rate(@process, fetched, key: rate["key"].to_s, limit: rate["limit"].to_i, period: rate["period"].to_f,
+          jid: job["jid"].to_s, reliable: @reliable) == true
+      end
+
+      def slot_taken?(fetched, job, slot)
+        @store.call.acquire_slot(@process, fetched, key: slot["key"].to_s, limit: slot["limit"].to_i, jid: job["jid"].to_s,
+          ttl: slot["ttl"].to_f, reliable: @reliable) == true
       end
     end
   end

@@ -22,7 +22,7 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
-      # @parameter gate [Gate | Nil] checks concurrency limits; nil runs every job.
+      # @parameter gate [Gate | Nil] checks concurrency and rate limits; nil runs every job.
       def initialize(logger:, interrupted: -> { true }, gate: nil)
         @logger = logger
         @interrupted = interrupted
@@ -50,12 +50,12 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
-        return if (limit = job["concurrency"]) && @gate && !@gate.enter(fetched, job, limit) # waits for a slot, off the queue
+        return if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits) # waits off the queue
         release(job, :started) if job["unique"]
         value = instance.public_send(method, *args)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
-        leave(job, limit) if limit && @gate
+        leave(job, limits) if limits && @gate
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
       rescue Async::Stop => error
@@ -76,13 +76,13 @@ module Jiggler
         end
         keep_failure(job) if dead
         release(job, :finished) if dead && job["unique"]
-        leave(job, job["concurrency"]) if job["concurrency"] && @gate
+        leave(job, job["limits"]) if job["limits"] && @gate
         record
       end
 
       # Gives a limited job's slot back; if the store fails, the slot's ttl frees it.
-      def leave(job, limit)
-        @gate.leave(job, limit)
+      def leave(job, limits)
+        @gate.leave(job, limits)
       rescue => error
         @logger.error("#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not be freed (its ttl will): #{error.message}")
       end

@@ -14,6 +14,7 @@ require_relative "sqlite/admin_actions"
 require_relative "sqlite/recurrences"
 require_relative "sqlite/uniqueness"
 require_relative "sqlite/limits"
+require_relative "sqlite/rates"
 
 module Jiggler
   module Store
@@ -39,6 +40,7 @@ module Jiggler
       include Recurrences
       include Uniqueness
       include Limits
+      include Rates
 
       CHUNK = 500
       PUSH_POLL = 0.005

@@ -5,13 +5,16 @@ require_relative "script"
 module Jiggler
   module Store
     class Redis
-      # Concurrency limits in Redis (see ../contract.md, "Concurrency and rate limits"): per key, a sorted set of the
+      # Concurrency and rate limits in Redis (see ../contract.md, "Concurrency and rate limits"): per key, a sorted set of the
       # jids holding slots (scored by expiry) and a list of waiting jobs ("queue|jid|payload"); a hash of the keys with
-      # waiting jobs (their limit and ttl) and one of waiting jobs per queue. Each step is one script.
+      # waiting jobs (their limit and ttl) and one of waiting jobs per queue. A rate-limited key has a sorted set of
+      # its starts in the last period and one of its plan (starts and reservations of waiting jobs). Each step is one
+      # script.
       module Limits
         GATE = Script.new("gate")
         RELEASE = Script.new("release")
-        private_constant :GATE, :RELEASE
+        RATE = Script.new("rate")
+        private_constant :GATE, :RELEASE, :RATE
 
         # Takes a slot for a job about to run, or moves it from flight to its key's waiting list.
         # @parameter fetched [Fetched] the job as fetched.
@@ -20,6 +23,16 @@ module Jiggler
           keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.in_flight(process)]
           argv = [jid, limit, Time.now.to_f, ttl, key, fetched.handle.to_s, reliable ? 1 : 0, fetched.queue, fetched.payload]
           {1 => true, 0 => false}[with { |redis| GATE.call(redis, keys, argv) }]
+        end
+
+        # Takes a start of a rate-limited key's budget, or moves the job from flight to the scheduled set, due when
+        # the budget allows.
+        # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
+        def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
+          keys = [limit_key("starts", key), limit_key("plan", key), @keys.in_flight(process), @keys.scheduled]
+          argv = [jid, limit, period, Time.now.to_f, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake]
+          reply = with { |redis| RATE.call(redis, keys, argv) }
+          {"run" => true, "gone" => nil}.fetch(reply) { Float(reply) }
         end
 
         # Frees a job's slot and moves the oldest waiting jobs of its key to the head of their queues.
