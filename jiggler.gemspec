@@ -22,6 +22,7 @@ Gem::Specification.new do |spec|
   spec.add_dependency "async-pool", "~> 0.10"
   spec.add_dependency "connection_pool", ">= 2.4", "< 3"
   spec.add_dependency "erubi", "~> 1.12"
+  spec.add_dependency "fugit", "~> 1.11" # recurring tasks: cron lines and phrases, as Solid Queue and GoodJob read them
   spec.add_dependency "json", ">= 2.12", "< 4" # JSON::Coder (2.10) with its fast generator (2.12)
   spec.add_dependency "rack", "~> 3.0"
   spec.add_dependency "redis-client", ">= 0.22", "< 1"

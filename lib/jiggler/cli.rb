@@ -5,6 +5,7 @@ require "stringio"
 require_relative "../jiggler"
 require_relative "config/yaml_file"
 require_relative "rails/boot"
+require_relative "config/recurring_file"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
@@ -108,6 +109,7 @@ module Jiggler
       load_app(config[:require])
       Rails::Boot.prepare(config) if Rails::Boot.app?
       load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
+      load_recurring_file(config)
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
     end
@@ -116,6 +118,13 @@ module Jiggler
       return unless path
       config.apply_file(Config::YAMLFile.load(path, config[:environment]))
       @config_file_loaded = true
+    end
+
+    # Tasks of `recurring_file` (config/recurring.yml if present) join those of the config, which win by name; a bad
+    # one stops the boot.
+    def load_recurring_file(config)
+      path = config[:recurring_file] || (Config::RecurringFile::DEFAULT_PATH if ::File.exist?(Config::RecurringFile::DEFAULT_PATH))
+      config[:recurring] = Config::RecurringFile.load(path, config[:environment]).merge(config[:recurring]) if path
     end
 
     def default_config_file

@@ -3,10 +3,13 @@
 require "securerandom"
 require_relative "payload"
 require_relative "batch"
+require_relative "unique_job"
+require_relative "limited_job"
 
 module Jiggler
   # Turns jobs into payloads and writes them to the store: due jobs to their queue (items of a batch class to their
-  # batch, which becomes a job as soon as it is full), later ones to the scheduled set.
+  # batch, which becomes a job as soon as it is full), later ones to the scheduled set; jobs of a unique class each
+  # with its lock, in one atomic step.
   class Client
     attr_reader :store
 
@@ -18,12 +21,14 @@ module Jiggler
     # Writes jobs of one class, one per argument list, in one go.
     # @parameter name [String] the job class's name.
     # @parameter args_list [Array(Array)] JSON-native arguments, already checked.
-    # @parameter options [Hash] queue:, retries:, retry_queue:, and batch_size: and batch_interval: for batch items.
+    # @parameter options [Hash] queue:, retries:, retry_queue:, batch_size: and batch_interval: for batch items,
+    #   unique:, concurrency: and rate: (flow control).
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
-    # @returns [Array(String)] the job ids.
+    # @returns [Array(String | Nil)] the job ids; nil for a unique job whose lock was taken.
     def push(name, args_list, options, at: nil)
       middleware = Jiggler.config.client_middleware
-      return push_jobs(build(name, args_list, options, at), batch: options) unless middleware.empty?
+      # Jobs built as Hashes: for the middleware, for the locks of unique jobs and the keys of limited ones.
+      return push_jobs(build(name, args_list, options, at), batch: options) unless middleware.empty? && plain?(options)
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
@@ -42,13 +47,14 @@ module Jiggler
     # Writes jobs given as payload Hashes, each passed through the client middleware first.
     # @parameter jobs [Array(Hash)] "jid", "name", "args", "queue", "retries" and any other fields, with "at" (epoch
     #   seconds) for a job to run later.
-    # @parameter batch [Hash | Nil] the options of a batch class (batch_size:, batch_interval:) the jobs are items of.
-    # @returns [Array(String | Nil)] the ids, nil for each job a middleware stopped.
+    # @parameter batch [Hash | Nil] the options of the class the jobs are of (batch_size: and batch_interval: of a batch
+    #   class, unique:).
+    # @returns [Array(String | Nil)] the ids, nil for each job a middleware stopped or whose unique lock was taken.
     def push_jobs(jobs, batch: nil)
       middleware = Jiggler.config.client_middleware
-      jids = jobs.map { |job| (middleware.empty? || passes?(middleware, job)) ? job["jid"] : nil }
-      write(jobs.select.with_index { |_, index| jids[index] }, batch)
-      jids
+      passed = middleware.empty? ? jobs : jobs.select { |job| passes?(middleware, job) }
+      written = write(passed, batch).to_h { |jid| [jid, jid] }
+      jobs.map { |job| written[job["jid"]] }
     end
 
     # The payload Hashes `push` writes, one per argument list, with "at" when they run later.
@@ -61,12 +67,16 @@ module Jiggler
                "retries" => options[:retries], "created_at" => now}
         job["retry_queue"] = options[:retry_queue] if options[:retry_queue]
         job[Batch::ITEM] = true if scheduled && options[:batch_size]
+        job["limits"] = LimitedJob.field(name, args_list[index], options) if options[:concurrency] || options[:rate]
         job["at"] = at if scheduled
         job
       end
     end
 
     private
+
+    # Whether a class's jobs need nothing but their payloads (no lock, no limit keys).
+    def plain?(options) = !(options[:unique] || options[:concurrency] || options[:rate])
 
     # Whether the middleware let the job through (reached the end of the chain).
     def passes?(middleware, job)
@@ -75,7 +85,9 @@ module Jiggler
       reached
     end
 
+    # @returns [Array(String | Nil)] the ids written (nil where a unique job's lock was taken).
     def write(jobs, batch)
+      return UniqueJob.write(@store, jobs, batch) if batch&.dig(:unique)
       now = Time.now.to_f
       later, due = jobs.partition { |job| job["at"] && job["at"] > now }
       @store.schedule(later.map { |job| [job.delete("at"), Payload.dump(job)] }) if later.any?
@@ -83,6 +95,7 @@ module Jiggler
         payloads = list.map { |job| Payload.dump(job.except("at").merge("enqueued_at" => now)) }
         batch&.dig(:batch_size) ? add_to_batch(name, payloads, batch.merge(queue: queue), now) : @store.push(queue, payloads)
       end
+      jobs.map { |job| job["jid"] }
     end
 
     def add_to_batch(name, payloads, options, now)

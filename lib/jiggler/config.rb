@@ -41,7 +41,10 @@ module Jiggler
       error_handlers: [].freeze,
       death_handlers: [].freeze,
       metrics: true,
-      metrics_retention: 8 * 3600
+      metrics_retention: 8 * 3600,
+      recurring: {},
+      recurring_file: nil,
+      recurring_missed: :skip
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.

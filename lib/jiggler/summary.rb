@@ -3,8 +3,8 @@
 require_relative "payload"
 
 module Jiggler
-  # What `Jiggler.summary` returns: counters, set sizes, live processes, the queues that hold jobs and the batch items
-  # waiting.
+  # What `Jiggler.summary` returns: counters, set sizes, live processes, the queues that hold jobs, the batch items
+  # waiting, the jobs waiting for a concurrency slot and the recurring tasks.
   class Summary
     # @parameter store [Store::Redis | Store::SQLite]
     def initialize(store)
@@ -22,7 +22,9 @@ module Jiggler
         "processed_count" => counts[:processed],
         "processes" => processes,
         "queues" => @store.queue_sizes,
-        "batches" => batches
+        "batches" => batches,
+        "waiting" => @store.waiting_counts,
+        "recurring" => recurring
       }
     end
 
@@ -32,6 +34,16 @@ module Jiggler
     def batches
       @store.batch_sizes.each_with_object({}) do |(queue, name, count, _oldest), result|
         (result[queue] ||= {})[name] = count
+      end
+    end
+
+    # The recurring tasks servers run: schedule, last run (epoch seconds or nil) and whether enabled.
+    def recurring
+      @store.recurring_tasks.each_with_object({}) do |(name, json, last_run, enabled), result|
+        settings = Payload.parse(json)
+        result[name] = {"schedule" => (settings["schedule"] if settings.is_a?(Hash)), "last_run" => last_run, "enabled" => enabled}
+      rescue Payload::MalformedError
+        result[name] = {"schedule" => nil, "last_run" => last_run, "enabled" => enabled}
       end
     end
 

@@ -144,4 +144,16 @@ describe "dashboard in a browser" do
     assert_includes server.log, "stop requested through the store"
     assert_match(/\AStop .+:#{server.pid}\?/, confirmed.first)
   end
+
+  it "runs a recurring task now and disables it" do
+    store.save_recurring("hourly" => %({"class":"TickJob","schedule":"0 * * * *","job":{"queue":"ticks","retries":0}}))
+    visit("/recurring")
+    page.at_css('tr[data-task="hourly"] button').click
+    wait_in_browser("the task's job to be enqueued") { store.queue_sizes["ticks"] == 1 }
+    wait_in_browser("the page to show the run") { text('tr[data-task="hourly"] td:nth-child(4)').end_with?("ago") }
+    page.at_css('tr[data-task="hourly"] button.danger').click
+    wait_in_browser("the task to show as disabled") { text('tr[data-task="hourly"] td:nth-child(6)') == "disabled" }
+    screenshot("recurring")
+    refute store.enqueue_recurring("hourly", 100, "ticks", payload)
+  end
 end

@@ -28,12 +28,13 @@ describe Jiggler::Cleaner do
     store.fail("proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100)
     store.fetch("proc-1", [], limit: 0, acks: %w[1|default 2|default 3|default], reliable: false)
     store.beat("proc-1", JSON.generate({"pid" => 1}), 60)
-    Jiggler.summary.tap { |summary| assert(summary.values.all? { |value| value != 0 && value != {} }, summary.inspect) }
+    # Jobs waiting for a concurrency slot and recurring tasks are not the cleaner's: they stay empty here.
+    Jiggler.summary.tap { |summary| assert(summary.except("waiting", "recurring").values.all? { |value| value != 0 && value != {} }, summary.inspect) }
   end
 
   def empty_summary
     {"retry_jobs_count" => 0, "dead_jobs_count" => 0, "scheduled_jobs_count" => 0, "failures_count" => 0,
-     "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}}
+     "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}, "waiting" => {}, "recurring" => {}}
   end
 
   it "prunes one queue by positional name" do

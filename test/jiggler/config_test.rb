@@ -32,7 +32,10 @@ describe Jiggler::Config do
       [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
     mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]],
     error_handlers: ["an Array of objects that respond to #call", [nil, -> {}, ["handler"], [nil]]],
-    death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]]
+    death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]],
+    recurring: ["a Hash of task names", [nil, [], "every hour", 1]],
+    recurring_file: ["a non-empty String", ["", :recurring, 1]],
+    recurring_missed: [":skip, :run_once", [nil, "always", :catch_up, 1]]
   }
 
   def with_env(values)

@@ -21,6 +21,14 @@ module MiddlewareTest
     end
   end
 
+  class UniqueWork
+    include Jiggler::Job
+
+    job_options unique: true, concurrency: {limit: 2}
+
+    def perform(value) = SEEN << [:perform, value]
+  end
+
   class Around
     def call(instance, job, queue)
       SEEN << [:before, instance.class.name, job["tenant"], queue]
@@ -48,6 +56,16 @@ describe "middleware" do
       job = queued.first
       assert_equal [jid, "acme", ["a"]], job.values_at("jid", "tenant", "args")
       assert_equal [[:client, "MiddlewareTest::Work", "default", false]], MiddlewareTest::SEEN
+    end
+
+    it "runs around the enqueue of unique and limited jobs too, which keep their lock and limit keys" do
+      jid = MiddlewareTest::UniqueWork.enqueue("a")
+      assert_nil MiddlewareTest::UniqueWork.enqueue("a"), "the lock is taken"
+      assert_nil MiddlewareTest::UniqueWork.enqueue("skip"), "stopped by the middleware"
+      job = queued.first
+      assert_equal [jid, "acme"], job.values_at("jid", "tenant")
+      assert_equal ["unique", "limits"], job.slice("unique", "limits").keys
+      assert_equal 1, queued.size
     end
 
     it "stops a push when a middleware does not yield: nil instead of an id" do

@@ -16,13 +16,14 @@ describe "Jiggler.summary" do
   def ack(count) = store.fetch("proc-1", [], limit: 0, acks: Array.new(count) { |n| "#{n}|default" }, reliable: false)
 
   it "has exactly the documented keys" do
-    keys = %w[retry_jobs_count dead_jobs_count scheduled_jobs_count failures_count processed_count processes queues batches]
+    keys = %w[retry_jobs_count dead_jobs_count scheduled_jobs_count failures_count processed_count processes queues batches
+      waiting recurring]
     assert_equal keys, Jiggler.summary.keys
   end
 
   it "is all zeros and empty for a fresh namespace" do
     expected = {"retry_jobs_count" => 0, "dead_jobs_count" => 0, "scheduled_jobs_count" => 0, "failures_count" => 0,
-                "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}}
+                "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}, "waiting" => {}, "recurring" => {}}
     assert_equal expected, Jiggler.summary
   end
 
@@ -100,5 +101,16 @@ describe "Jiggler.summary" do
     RecordJob.with_options(queue: "mine").enqueue(1)
     assert_equal [{"mine" => 1}, {}], Jiggler.summary.values_at("queues", "processes")
     other.clear_all
+  end
+
+  it "shows jobs waiting for a concurrency slot by queue, and the recurring tasks" do
+    store.push("default", [%({"jid":"j1","name":"RecordJob","args":[],"queue":"default"}), %({"jid":"j2","name":"RecordJob","args":[],"queue":"default"})])
+    first, second = store.fetch("proc-1", ["default"], limit: 2)
+    [first, second].each { |job| store.acquire_slot("proc-1", job, key: "k", limit: 1, jid: Jiggler::Payload.load(job.payload)["jid"], ttl: 60, reliable: true) }
+    store.save_recurring("nightly" => %({"class":"RecordJob","schedule":"0 3 * * *"}))
+    store.enqueue_recurring("nightly", 100, "mine", %({"jid":"j3","name":"RecordJob","args":[]}), now: 100.5)
+    summary = Jiggler.summary
+    assert_equal({"default" => 1}, summary["waiting"])
+    assert_equal({"nightly" => {"schedule" => "0 3 * * *", "last_run" => 100.5, "enabled" => true}}, summary["recurring"])
   end
 end

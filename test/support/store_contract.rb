@@ -23,7 +23,8 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results signals metrics].each do |group|
+    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
+      signals metrics recurring uniqueness limits].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -824,5 +825,162 @@ module StoreContract
     subject.add_to_batch("default", "BatchJob", [item(1)], now)
     subject.signal_process(PROCESS, "quiet")
     subject.add_metrics(Time.now.to_i / 60, {"RecordJob" => counts(1, 1, 20, 3 => 2)}, retention: 60)
+  end
+
+  # ---------------------------------------------------------------------------------------------------------------
+  # Flow control: recurring tasks (contract.md, "Recurring tasks").
+  # ---------------------------------------------------------------------------------------------------------------
+  module Specs
+    def describe_recurring
+      it "enqueues each tick of a task once, and never an earlier tick after a later one" do
+        assert subject.enqueue_recurring("report", 100, "default", job)
+        refute subject.enqueue_recurring("report", 100, "default", job)
+        refute subject.enqueue_recurring("report", 99, "default", job)
+        assert subject.enqueue_recurring("report", 101, "default", job)
+        assert subject.enqueue_recurring("other", 100, "default", job)
+        assert_equal({"default" => 3}, subject.queue_sizes)
+      end
+
+      it "enqueues a tick once when many threads ask at once" do
+        stores = Array.new(4) { build_store }
+        wins = stores.map { |store| Thread.new { (1..50).count { |tick| store.enqueue_recurring("report", tick, "default", job) } } }.map(&:value)
+        stores.each(&:close)
+        assert_equal 50, wins.sum
+        assert_equal({"default" => 50}, subject.queue_sizes)
+      end
+
+      it "skips ticks of a disabled task, and runs it by hand all the same" do
+        subject.save_recurring({"report" => %({"class":"RecordJob"})})
+        subject.enable_recurring("report", false)
+        refute subject.enqueue_recurring("report", 100, "default", job)
+        assert subject.enqueue_recurring("report", nil, "default", job, now: 123.0)
+        assert_equal [["report", %({"class":"RecordJob"}), 123.0, false]], subject.recurring_tasks
+        subject.enable_recurring("report", true)
+        assert subject.enqueue_recurring("report", 100, "default", job)
+        assert_equal({"default" => 2}, subject.queue_sizes)
+      end
+
+      it "lists the tasks last saved, with their last run, and forgets the others" do
+        subject.save_recurring({"a" => "{}", "b" => "{}"})
+        subject.enqueue_recurring("b", 100, "default", job, now: 100.5)
+        assert_equal [["a", "{}", nil, true], ["b", "{}", 100.5, true]], subject.recurring_tasks
+        subject.save_recurring({"b" => %({"x":1})})
+        assert_equal [["b", %({"x":1}), 100.5, true]], subject.recurring_tasks
+        refute subject.enqueue_recurring("b", 100, "default", job)
+      end
+    end
+
+    def describe_uniqueness
+      it "writes a unique job only while its lock is free, and frees it for its holder only" do
+        assert subject.enqueue_unique("RecordJob:a", "j1", 60, queue: "default", payload: job)
+        refute subject.enqueue_unique("RecordJob:a", "j2", 60, queue: "default", payload: job)
+        assert subject.enqueue_unique("RecordJob:b", "j3", 60, queue: "default", payload: job)
+        assert_equal "j1", subject.lock_holder("RecordJob:a")
+        refute subject.unlock("RecordJob:a", "j2")
+        assert subject.unlock("RecordJob:a", "j1")
+        assert_nil subject.lock_holder("RecordJob:a")
+        assert subject.enqueue_unique("RecordJob:a", "j4", 60, queue: "default", payload: job)
+        assert_equal({"default" => 3}, subject.queue_sizes)
+      end
+
+      it "schedules a unique job, and lets its lock expire after its ttl" do
+        assert subject.enqueue_unique("RecordJob:a", "j1", 0.05, queue: "default", payload: job, at: now + 60)
+        assert_equal 1, subject.counts[:scheduled]
+        sleep 0.1
+        assert_nil subject.lock_holder("RecordJob:a")
+        assert subject.enqueue_unique("RecordJob:a", "j2", 60, queue: "default", payload: job)
+      end
+
+      it "writes one job when many threads enqueue the same one at once" do
+        stores = Array.new(4) { build_store }
+        wins = stores.map { |store| Thread.new { (1..25).count { |n| store.enqueue_unique("RecordJob:a", "j#{n}", 60, queue: "default", payload: job) } } }.map(&:value)
+        stores.each(&:close)
+        assert_equal 1, wins.sum
+        assert_equal({"default" => 1}, subject.queue_sizes)
+      end
+    end
+
+    def describe_limits
+      it "gives slots up to the limit, then moves jobs from flight to the key's waiting list, off the queue" do
+        payloads = Array.new(4) { |n| job(jid: "j#{n}") }
+        subject.push("default", payloads)
+        jobs = fetch(limit: 4)
+        assert_equal [true, true, false, false], jobs.map { |fetched| acquire(fetched, limit: 2) }
+        assert_equal 2, subject.in_flight_count(PROCESS)
+        assert_equal({"default" => 2}, subject.waiting_counts)
+        assert_equal({}, subject.queue_sizes)
+        assert acquire(jobs.first, limit: 2), "a job that holds a slot finds it again"
+      end
+
+      it "gives a freed slot to the oldest waiting job, at the head of its queue, reserved for it" do
+        subject.push("default", Array.new(3) { |n| job(jid: "j#{n}") })
+        jobs = fetch(limit: 3)
+        jobs.each { |fetched| acquire(fetched, limit: 1) }
+        subject.push("default", [late = job(jid: "late")])
+        assert_equal 1, subject.release_slot("RecordJob", "j0", limit: 1, ttl: 60)
+        assert_equal ["j1", "late"], subject.queue_entries("default").map { |payload| jid_of(payload) }
+        assert_equal({"default" => 1}, subject.waiting_counts)
+        other = fetch(limit: 1).first
+        assert_equal "j1", jid_of(other.payload)
+        assert acquire(other, limit: 1)
+        refute acquire(fetch(limit: 1).first, limit: 1), "the late job waits behind j2"
+        assert_equal 2, subject.waiting_counts["default"]
+        assert late
+      end
+
+      it "moves jobs waiting on slots that expired" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        acquire(first, limit: 1, ttl: 0.05)
+        refute acquire(second, limit: 1, ttl: 0.05)
+        assert_equal 0, subject.promote_expired
+        sleep 0.1
+        assert_equal 1, subject.promote_expired
+        assert_equal ["j1"], subject.queue_entries("default").map { |payload| jid_of(payload) }
+        assert_equal({}, subject.waiting_counts)
+      end
+
+      it "starts up to the limit in a period, then schedules jobs in order, each when the budget allows" do
+        subject.push("default", Array.new(5) { |n| job(jid: "j#{n}") })
+        started = now
+        results = fetch(limit: 5).map { |fetched| acquire_rate(fetched, limit: 2, period: 10) }
+        assert_equal [true, true], results.first(2)
+        dues = results.drop(2)
+        assert_equal dues.sort, dues, "waiting jobs come back in order"
+        assert_in_delta started + 10, dues[0], 1
+        assert_in_delta started + 20, dues[2], 1
+        assert_equal 3, subject.counts[:scheduled]
+        assert_equal 2, subject.in_flight_count(PROCESS)
+      end
+
+      it "starts a job that comes back when the budget allows, and schedules it again if it still does not" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        assert acquire_rate(first, limit: 1, period: 0.2)
+        due = acquire_rate(second, limit: 1, period: 0.2)
+        enqueue_due(due + 0.01)
+        back = fetch(limit: 1).first
+        assert_equal "j1", jid_of(back.payload)
+        sleep [due - now, 0].max + 0.05
+        assert acquire_rate(back, limit: 1, period: 0.2)
+      end
+
+      it "leaves a job that is no longer in flight for this process" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1")])
+        first, second = fetch(limit: 2)
+        acquire(first, limit: 1)
+        subject.requeue(PROCESS, [second])
+        assert_nil acquire(second, limit: 1)
+        assert_equal({}, subject.waiting_counts)
+      end
+    end
+  end
+
+  def acquire_rate(fetched, limit:, period:)
+    subject.acquire_rate(PROCESS, fetched, key: "RecordJob", limit: limit, period: period, jid: jid_of(fetched.payload), reliable: true)
+  end
+
+  def acquire(fetched, limit:, ttl: 60)
+    subject.acquire_slot(PROCESS, fetched, key: "RecordJob", limit: limit, jid: jid_of(fetched.payload), ttl: ttl, reliable: true)
   end
 end

@@ -7,6 +7,7 @@ module Jiggler
     # What each setting accepts. `check` returns the value in its normal form or raises InvalidError.
     module Rules
       MODES = %i[at_least_once at_most_once].freeze
+      RECURRING_MISSED = %i[skip run_once].freeze
       # Worker fibers per process at most: each has a stack of its own, and more than this would wait on the store's
       # connections and the CPU rather than run.
       CONCURRENCY_MAX = 10_000
@@ -30,7 +31,7 @@ module Jiggler
           :metrics_retention
           positive_number(key, value)
         when :client_async, :poller_enabled, :metrics then boolean(key, value)
-        when :environment, :require, :config_file then optional_string(key, value)
+        when :environment, :require, :config_file, :recurring_file then optional_string(key, value)
         when :sqlite_path then sqlite_path(value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then redis_url(value)
@@ -40,6 +41,8 @@ module Jiggler
         when :mode then mode(value)
         when :processes then processes(value)
         when :error_handlers, :death_handlers then handlers(key, value)
+        when :recurring then recurring(value)
+        when :recurring_missed then recurring_missed(value)
         else raise InvalidError, unknown_key_message(key)
         end
       end
@@ -72,6 +75,21 @@ module Jiggler
         repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
         fail!(:queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
         pairs.each_with_index.sort_by { |(_, priority), index| [-priority, index] }.map(&:first)
+      end
+
+      # Reads recurring tasks (see RecurringTask), loading fugit only when there are some.
+      # @returns [Hash(String, RecurringTask)]
+      def recurring(value)
+        fail!(:recurring, "a Hash of task names to their settings (class:, schedule:, args:, queue:)", value) unless value.is_a?(Hash)
+        return {}.freeze if value.empty?
+        require_relative "../recurring_task"
+        value.to_h { |name, task| [name.to_s, task.is_a?(RecurringTask) ? task : RecurringTask.build(name, task)] }.freeze
+      end
+
+      def recurring_missed(value)
+        missed = value.is_a?(String) ? value.to_sym : value
+        return missed if RECURRING_MISSED.include?(missed)
+        fail!(:recurring_missed, "one of #{RECURRING_MISSED.map(&:inspect).join(", ")}", value)
       end
 
       def unknown_key_message(key)

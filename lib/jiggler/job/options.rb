@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require_relative "../config/rules"
+require_relative "../unique_job"
+require_relative "../limited_job"
 
 module Jiggler
   module Job
@@ -8,7 +10,7 @@ module Jiggler
     module Options
       DEFAULTS = {queue: "default", retries: 25, retry_queue: nil}.freeze
       # Set only by the classes that use them: batching (`perform_batch`) and stored return values.
-      OPTIONAL = %i[batch_size batch_interval result_ttl].freeze
+      OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency rate].freeze
       BATCH_SIZE_MAX = 10_000
       BATCH_INTERVAL = 1.0
 
@@ -19,6 +21,10 @@ module Jiggler
       def merge(base, changes)
         changes.each { |key, value| check(key, value) }
         merged = base.merge(changes.to_h { |key, value| [key, value.is_a?(Symbol) ? value.to_s : value] })
+        merged[:unique] = UniqueJob.options(merged[:unique]) if merged[:unique]
+        merged[:concurrency] = LimitedJob.options(merged[:concurrency]) if merged[:concurrency]
+        merged[:rate] = LimitedJob.rate_options(merged[:rate]) if merged[:rate]
+        raise ArgumentError, "batch items cannot be unique or limited: drop batch_size" if (merged[:unique] || merged[:concurrency] || merged[:rate]) && merged[:batch_size]
         if merged[:batch_interval] && !merged[:batch_size]
           raise ArgumentError, "batch_interval needs batch_size: job_options batch_size: 100, batch_interval: #{merged[:batch_interval]}"
         end
@@ -37,6 +43,9 @@ module Jiggler
             raise ArgumentError, "batch_size must be an Integer from 1 to #{BATCH_SIZE_MAX} (got #{value.inspect})"
           end
         when :batch_interval, :result_ttl then seconds!(key, value)
+        when :unique then UniqueJob.options(value) unless value.nil? || value == false
+        when :concurrency then LimitedJob.options(value) unless value.nil?
+        when :rate then LimitedJob.rate_options(value) unless value.nil?
         else
           raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + OPTIONAL).join(", ")}"
         end

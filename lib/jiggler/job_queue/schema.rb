@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 5
+      VERSION = 6
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -58,7 +58,7 @@ module Jiggler
         SQL
         # Per-class job metrics by minute (minute 0 holds the totals since the file was made), and the quiet and stop
         # requests waiting for a process's next heartbeat.
-        5 => <<~SQL
+        5 => <<~SQL,
           CREATE TABLE metrics (
             minute INTEGER NOT NULL,
             class TEXT NOT NULL,
@@ -68,6 +68,26 @@ module Jiggler
           ) WITHOUT ROWID;
           CREATE TABLE process_signals (process TEXT NOT NULL, signal TEXT NOT NULL, at REAL NOT NULL);
           CREATE INDEX process_signals_by_process ON process_signals (process);
+        SQL
+        # Recurring tasks: their settings as servers last recorded them (NULL once no server names the task), the
+        # last tick claimed, the last run and whether they are disabled. Unique jobs' locks: the jid holding each.
+        # Concurrency limits: the slots held per key, the keys with jobs waiting, and each waiting job's key. Rate
+        # limits: each key's starts in the last period, and its plan (starts and reservations of waiting jobs).
+        6 => <<~SQL
+          CREATE TABLE recurring_tasks (
+            name TEXT PRIMARY KEY,
+            definition TEXT,
+            tick INTEGER,
+            last_run REAL,
+            disabled INTEGER NOT NULL DEFAULT 0
+          );
+          CREATE TABLE unique_locks (lock TEXT PRIMARY KEY, jid TEXT NOT NULL, expires_at REAL NOT NULL);
+          CREATE TABLE limit_slots (key TEXT NOT NULL, jid TEXT NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (key, jid));
+          CREATE TABLE limit_keys (key TEXT PRIMARY KEY, max INTEGER NOT NULL, ttl REAL NOT NULL);
+          ALTER TABLE jobs ADD COLUMN waiting_key TEXT;
+          CREATE INDEX jobs_waiting ON jobs (waiting_key, run_at, id) WHERE waiting_key IS NOT NULL;
+          CREATE TABLE rate_starts (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
+          CREATE TABLE rate_plan (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
         SQL
       }.freeze
 

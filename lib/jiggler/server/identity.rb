@@ -27,7 +27,7 @@ module Jiggler
       # @returns [Hash]
       def info(current_jobs)
         {
-          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
+          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs.transform_keys(&:to_s), "name" => @name,
           "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
           "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
           "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname, "quiet" => @quiet == true

@@ -12,6 +12,8 @@ require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
 require_relative "../metrics/recorder"
+require_relative "cron"
+require_relative "gate"
 
 module Jiggler
   module Server
@@ -32,14 +34,18 @@ module Jiggler
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
         metrics = Metrics::Recorder.new if config[:metrics]
+        gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics)
+          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics, gate: gate)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = batcher(config, logger)
+          limits = Store.dedicated(config) # moves jobs waiting on slots that expired (LimitedJob's ttl)
+          @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger, closing: limits) { limits.promote_expired }
+          @cron = Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger) if config[:recurring].any?
         end
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
@@ -59,6 +65,8 @@ module Jiggler
         @listener.start(parent: parent)
         @scheduler&.start(parent: parent)
         @batcher&.start(parent: parent)
+        @cron&.start(parent: parent)
+        @limiter&.start(parent: parent)
         @reaper.start(parent: parent)
         @logger.info(started_message)
       end
@@ -79,6 +87,8 @@ module Jiggler
         @listener.stop
         @scheduler&.stop
         @batcher&.stop
+        @cron&.stop
+        @limiter&.stop
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])

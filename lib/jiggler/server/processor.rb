@@ -7,6 +7,7 @@ require_relative "../batch"
 require_relative "../result"
 require_relative "../handlers"
 require_relative "../job_rules"
+require_relative "../unique_job"
 require_relative "failure"
 
 module Jiggler
@@ -30,12 +31,14 @@ module Jiggler
       # @parameter alone [#call] whether a fetched job runs alone in this process, so a suspect may run.
       # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
       # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
-      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config, metrics: nil)
+      # @parameter gate [Gate | Nil] checks concurrency and rate limits; nil runs every job.
+      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config, metrics: nil, gate: nil)
         @logger = logger
         @results = results
         @alone = alone
         @interrupted = interrupted
         @metrics = metrics
+        @gate = gate
         @classes = {}
         @reloads = Job.reloads
         @wrapper = config.job_wrapper
@@ -76,12 +79,16 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
+        return if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits) # waits off the queue
+        release(job, :started) if job["unique"]
         value = if @middleware
           @middleware.invoke(instance, job, fetched.queue) { instance.public_send(method, *args) }
         else
           instance.public_send(method, *args)
         end
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
+        release(job, :finished) if job["unique"]
+        leave(job, limits) if limits && @gate
         @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
         nil
       rescue Async::Stop => error
@@ -103,6 +110,8 @@ module Jiggler
         keep_failure(job) if dead
         @handlers.failed(error, job, fetched.queue)
         @handlers.died(job, error) if dead
+        release(job, :finished) if dead && job["unique"]
+        leave(job, job["limits"]) if job["limits"] && @gate
         record
       rescue JSON::GeneratorError => problem
         unwritable(fetched, job, error, problem)
@@ -117,6 +126,20 @@ module Jiggler
             "Infinity), so it goes to the dead set as it was stored"
         end
         Failure.malformed(fetched, problem, Time.now.to_f)
+      end
+
+      # Gives a limited job's slot back; if the store fails, the slot's ttl frees it.
+      def leave(job, limits)
+        @gate.leave(job, limits)
+      rescue => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not be freed (its ttl will): #{error.message}")
+      end
+
+      # Releases a unique job's lock (UniqueJob); if the store fails, the job goes on and the lock's ttl frees it.
+      def release(job, point)
+        UniqueJob.release(@results, job, point)
+      rescue => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: its unique lock could not be released (its ttl will): #{error.message}")
       end
 
       # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.

@@ -12,6 +12,9 @@ require_relative "redis/admin"
 require_relative "redis/admin_actions"
 require_relative "redis/signals"
 require_relative "redis/metrics"
+require_relative "redis/recurrences"
+require_relative "redis/uniqueness"
+require_relative "redis/limits"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -37,6 +40,9 @@ module Jiggler
       include AdminActions
       include Signals
       include Metrics
+      include Recurrences
+      include Uniqueness
+      include Limits
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

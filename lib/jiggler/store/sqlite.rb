@@ -13,6 +13,10 @@ require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
 require_relative "sqlite/signals"
 require_relative "sqlite/metrics"
+require_relative "sqlite/recurrences"
+require_relative "sqlite/uniqueness"
+require_relative "sqlite/limits"
+require_relative "sqlite/rates"
 
 module Jiggler
   module Store
@@ -37,6 +41,10 @@ module Jiggler
       include AdminActions
       include Signals
       include Metrics
+      include Recurrences
+      include Uniqueness
+      include Limits
+      include Rates
 
       CHUNK = 500
       PUSH_POLL = 0.005

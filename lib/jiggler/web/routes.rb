@@ -5,10 +5,12 @@ require_relative "stats"
 require_relative "entry"
 require_relative "filter"
 require_relative "assets"
+require_relative "recurring_routes"
 require_relative "../job_rules"
 require_relative "prometheus"
 require_relative "chart"
 require_relative "../metrics/report"
+require_relative "../unique_job"
 
 module Jiggler
   class Web
@@ -31,6 +33,7 @@ module Jiggler
         pages(router)
         queue_actions(router)
         process_actions(router)
+        RecurringRoutes.draw(router) # before the sets' "/:set", which would take "/recurring"
         set_pages(router)
         set_actions(router)
         router
@@ -85,7 +88,7 @@ module Jiggler
         end
         router.post("/queues/:name/delete") do
           payload = Routes.queue_entry(store, route_params["name"], param("digest"), page)
-          store.delete_queue_entry(route_params["name"], payload) if payload
+          UniqueJob.released(store, [payload]) { store.delete_queue_entry(route_params["name"], payload) } if payload
           redirect("/queues", route_params["name"], page: page)
         end
       end
@@ -112,8 +115,8 @@ module Jiggler
           entries = Array(url_params["keys"]).filter_map { |key| Entry.parse_key(key) if key.is_a?(String) }
           case param("do")
           when "run" then Routes.enqueue(store, set, entries)
-          when "delete" then store.delete_set_entries(set, entries)
-          when "kill" then (set == :dead) ? halt(400) : Routes.kill(store, set, entries)
+          when "delete" then UniqueJob.released(store, Routes.payloads(store, set, entries)) { store.delete_set_entries(set, entries) }
+          when "kill" then (set == :dead) ? halt(400) : UniqueJob.released(store, Routes.payloads(store, set, entries)) { Routes.kill(store, set, entries) }
           else halt(400, "unknown action")
           end
           redirect("/#{route_params["set"]}")
@@ -170,6 +173,9 @@ module Jiggler
       def self.enqueue(store, set, entries, now: Time.now.to_f)
         store.enqueue_set_entries(set, entries, now: now) { |from, payload| JobRules.due(from, payload, now) }
       end
+
+      # The payloads of entries of a set, as they are before an action changes them.
+      def self.payloads(store, set, entries) = entries.filter_map { |score, jid| store.set_entry(set, score, jid) }
 
       # Moves entries of a set to the dead set, stamped by JobRules.killed. @returns [Integer] how many moved.
       def self.kill(store, set, entries, now: Time.now.to_f)

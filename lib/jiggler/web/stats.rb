@@ -27,14 +27,17 @@ module Jiggler
         end
       end
 
-      # Every queue that holds jobs or is paused, by name.
-      # @returns [Array(Hash)] name, size, latency (seconds the next job has waited) and paused.
+      # Every queue that holds jobs, has jobs waiting for a concurrency slot, or is paused, by name.
+      # @returns [Array(Hash)] name, size, latency (seconds the next job has waited), paused, and waiting (jobs of
+      #   limited classes waiting for a slot to run in it).
       def queues
         @queues ||= begin
           sizes = @store.queue_sizes.select { |name, _| name.is_a?(String) } # a row another writer left without a queue
           paused = @store.paused_queues
-          (sizes.keys | paused).sort.map do |name|
-            {"name" => name, "size" => sizes.fetch(name, 0), "latency" => latency(name), "paused" => paused.include?(name)}
+          waiting = @store.waiting_counts
+          (sizes.keys | paused | waiting.keys).sort.map do |name|
+            {"name" => name, "size" => sizes.fetch(name, 0), "latency" => latency(name), "paused" => paused.include?(name),
+             "waiting" => waiting.fetch(name, 0)}
           end
         end
       end

@@ -1,0 +1,36 @@
+# frozen_string_literal: true
+
+require_relative "yaml_file"
+
+module Jiggler
+  class Config
+    # Reads config/recurring.yml, in the format Solid Queue uses: task names mapped to their settings, at the top
+    # level or in per-environment sections (a section's tasks override top-level ones of the same name).
+    #
+    #   production:
+    #     nightly_report:
+    #       class: ReportJob
+    #       schedule: every day at 3am
+    module RecurringFile
+      DEFAULT_PATH = "config/recurring.yml"
+      TASK_KEYS = %w[class command schedule].freeze
+
+      module_function
+
+      # @parameter path [String]
+      # @parameter environment [String]
+      # @returns [Hash(String, Hash)] the tasks' settings, not yet checked.
+      # @raises [InvalidError] when the file cannot be read or is not a mapping.
+      def load(path, environment)
+        data = YAMLFile.parse(path)
+        tasks = data.select { |_, value| task?(value) }
+        section = data[environment]
+        tasks.merge!(section) if section.is_a?(Hash) && !task?(section)
+        tasks
+      end
+
+      # A mapping with any of a task's keys is a task; any other mapping is an environment's section.
+      def task?(value) = value.is_a?(Hash) && value.keys.intersect?(TASK_KEYS)
+    end
+  end
+end

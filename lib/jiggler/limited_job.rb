@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+require_relative "error"
+
+module Jiggler
+  # Concurrency limits: a class with `job_options concurrency: {limit: 2, key: ->(account_id, *) { account_id }}` has
+  # at most `limit` jobs of one key running at once, across every process. The key is computed from the arguments when
+  # the job is enqueued (the class alone without `key:`) and travels in the payload, so servers check it without
+  # calling the class. A job over its limit waits outside its queue, holding no worker, and goes back to the head of
+  # its queue when a slot frees (see store/contract.md, "Concurrency and rate limits"). `ttl` (seconds, default 900)
+  # is how long a slot lives at most: a safety net for a job lost for good, so it must exceed the longest run.
+  #
+  # Rate limits: `job_options rate: {limit: 50, period: 1, key: ...}` starts at most `limit` jobs of one key in any
+  # `period` seconds (a sliding window); a job over the budget is scheduled again for when the budget allows.
+  module LimitedJob
+    DEFAULTS = {limit: nil, key: nil, ttl: 900}.freeze
+    RATE_DEFAULTS = {limit: nil, period: 1, key: nil}.freeze
+
+    module_function
+
+    # Checks and completes the concurrency option's value. @returns [Hash] frozen.
+    # @raises [ArgumentError] naming what is wrong.
+    def options(value)
+      options = read(:concurrency, value, DEFAULTS)
+      positive!(:concurrency, :limit, options[:limit], Integer)
+      positive!(:concurrency, :ttl, options[:ttl], Numeric)
+      options.freeze
+    end
+
+    # Checks and completes the rate option's value: at most `limit` starts per `period` seconds per key.
+    # @returns [Hash] frozen.
+    def rate_options(value)
+      options = read(:rate, value, RATE_DEFAULTS)
+      positive!(:rate, :limit, options[:limit], Integer)
+      positive!(:rate, :period, options[:period], Numeric)
+      options.freeze
+    end
+
+    # The payload's "limits" field of one job of a class with either option.
+    # @parameter options [Hash] the class's options.
+    # @returns [Hash]
+    def field(name, args, options)
+      field = {}
+      if (concurrency = options[:concurrency])
+        field["concurrency"] = {"key" => key(name, args, concurrency), "limit" => concurrency[:limit], "ttl" => concurrency[:ttl]}
+      end
+      if (rate = options[:rate])
+        field["rate"] = {"key" => key(name, args, rate), "limit" => rate[:limit], "period" => rate[:period]}
+      end
+      field
+    end
+
+    def key(name, args, options) = options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
+
+    def read(option, value, defaults)
+      raise ArgumentError, "#{option} must be a Hash of #{defaults.keys.join(":, ")}: (got #{value.inspect})" unless value.is_a?(Hash)
+      unknown = value.keys - defaults.keys
+      raise ArgumentError, "unknown #{option} option #{unknown.first.inspect}; known: #{defaults.keys.join(", ")}" if unknown.any?
+      options = defaults.merge(value)
+      unless options[:key].nil? || options[:key].respond_to?(:call)
+        raise ArgumentError, "#{option} key must be a Proc taking the job's arguments (got #{options[:key].inspect})"
+      end
+      options
+    end
+
+    def positive!(option, name, value, type)
+      return if value.is_a?(type) && value.positive? && value.to_f.finite?
+      raise ArgumentError, "#{option} #{name} must be #{(type == Integer) ? "an Integer" : "a number"} > 0 (got #{value.inspect})"
+    end
+  end
+end

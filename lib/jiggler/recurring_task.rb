@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+require "fugit"
+require "securerandom"
+require_relative "payload"
+require_relative "config"
+require_relative "job/options"
+
+module Jiggler
+  # A job enqueued on a schedule, as declared in config/recurring.yml (Solid Queue's format) or `config[:recurring]`:
+  #
+  #   nightly_report:
+  #     class: ReportJob
+  #     args: [42, {"format" => "pdf"}]
+  #     queue: reports
+  #     schedule: every day at 3am Europe/Paris   # or a cron line: "0 3 * * * Europe/Paris"
+  #
+  # The schedule is read by fugit: a cron line (with an optional seconds field and time zone) or an English phrase.
+  # Without a zone, times are the server's local time (TZ). A tick is the epoch second a schedule fires at.
+  class RecurringTask
+    KEYS = %w[class args queue schedule description].freeze
+    REFUSED = {
+      "command" => "jiggler enqueues job classes: put the code in a job's perform and name its class",
+      "priority" => "jiggler orders work by queue: set queue instead"
+    }.freeze
+
+    attr_reader :name, :job, :args, :queue, :schedule, :description, :cron
+
+    # Reads one task's settings.
+    # @parameter name [String | Symbol] the task's name.
+    # @parameter settings [Hash] class:, schedule:, and optionally args:, queue:, description: (String or Symbol keys).
+    # @returns [RecurringTask]
+    # @raises [Config::InvalidError] naming the task and what is wrong, in one line.
+    def self.build(name, settings)
+      raise Config::InvalidError, "recurring task #{name.to_s.inspect} must be a mapping of class, schedule, args, queue" unless settings.is_a?(Hash)
+      new(name.to_s, settings.transform_keys(&:to_s))
+    end
+
+    # Reads back what `to_h` wrote (what the dashboard finds in the store).
+    # @returns [Array(RecurringTask, Hash)] the task and its job class's options.
+    def self.from_h(name, hash)
+      options = hash.fetch("job", {}).to_h { |key, value| [key.to_sym, value] }
+      [new(name, hash.except("job")), Job::Options::DEFAULTS.merge(options)]
+    end
+
+    def initialize(name, settings)
+      @name = name
+      check_keys(settings)
+      @job = settings["class"]
+      invalid!("needs class: the name of a job class") unless @job.is_a?(String) && !@job.empty?
+      @args = read_args(settings["args"])
+      @queue = settings["queue"]&.to_s
+      @description = settings["description"]&.to_s
+      @schedule = settings["schedule"].to_s
+      invalid!("needs schedule: a cron line or a phrase such as \"every 15 minutes\"") if @schedule.strip.empty?
+      @cron = parse(@schedule)
+      freeze
+    end
+
+    # The latest tick at or before `now`. @returns [Integer] epoch seconds.
+    def tick_at_or_before(now) = @cron.previous_time(::Time.at(now.floor + 1)).to_i
+
+    # The first tick after `now`. @returns [Integer] epoch seconds.
+    def tick_after(now) = @cron.next_time(::Time.at(now)).to_i
+
+    # The job's payload, as a client would write it, marked with the task and its tick.
+    # @parameter options [Hash] the job class's options (queue:, retries:, retry_queue:).
+    # @parameter tick [Integer | Nil] the tick it is enqueued for; nil for a run asked for by hand.
+    # @returns [String] JSON.
+    def payload(options, tick, now: ::Time.now.to_f)
+      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(options),
+                "retries" => options[:retries], "created_at" => now}
+      fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+      fields["enqueued_at"] = now
+      fields["recurring"] = {"task" => @name, "tick" => tick}
+      Payload.dump(fields)
+    end
+
+    # The queue the job goes to: the task's, else the class's.
+    def queue_for(options) = @queue || options[:queue]
+
+    # The settings, with the job class's options, as stored for the dashboard (which may not load the class).
+    # @parameter options [Hash] the job class's options.
+    # @returns [Hash(String, Object)]
+    def to_h(options)
+      job = options.slice(:queue, :retries, :retry_queue).compact.transform_keys(&:to_s)
+      {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description, "job" => job}.compact
+    end
+
+    private
+
+    def check_keys(settings)
+      settings.each_key do |key|
+        invalid!("has #{key}, which jiggler does not take: #{REFUSED[key]}") if REFUSED.key?(key)
+        invalid!("has an unknown key #{key.inspect}; known keys: #{KEYS.join(", ")}") unless KEYS.include?(key)
+      end
+    end
+
+    # Solid Queue's rule: an Array is the argument list, anything else is the one argument.
+    def read_args(value)
+      args = value.is_a?(Array) ? value : [value].compact
+      Payload.check_args!(@job, args)
+      args
+    rescue ArgumentError => error
+      invalid!("has arguments that cannot be stored: #{error.message}")
+    end
+
+    def parse(schedule)
+      parsed = Fugit.parse(schedule, multi: :fail)
+      return parsed if parsed.is_a?(Fugit::Cron)
+      invalid!("has schedule #{schedule.inspect}, a duration, not a schedule: write \"every #{schedule}\"") if parsed
+      invalid!("has schedule #{schedule.inspect}, which is neither a cron line (\"*/15 * * * *\", \"0 3 * * * Europe/Paris\") " \
+        "nor a phrase fugit reads (\"every 15 minutes\", \"every day at 3am\")")
+    rescue ArgumentError => error
+      invalid!("has schedule #{schedule.inspect}, which fugit cannot read: #{error.message.lines.first&.strip}")
+    end
+
+    def invalid!(reason)
+      raise Config::InvalidError, "recurring task #{@name.inspect} #{reason}"
+    end
+  end
+end

@@ -1,0 +1,73 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "periodic"
+require_relative "../recurring_task"
+
+module Jiggler
+  module Server
+    # Enqueues recurring tasks on their ticks. Every server runs one and there is no leader: each asks the store to
+    # claim the tick and push its job in one atomic step, which succeeds once per tick, so a tick is enqueued exactly
+    # once however many servers run (and still when some die). It sleeps until the next tick of any task.
+    #
+    # A tick is claimed only if it is at most LATE seconds old when a server first sees it, so ticks missed while no
+    # server ran are skipped; with `recurring_missed: :run_once`, the latest missed tick runs once on return.
+    class Cron
+      # Seconds a tick may be late and still run: a store outage or a restart this short loses no tick.
+      LATE = 60
+
+      # @parameter store [Store::Redis | Store::SQLite] a store for this loop alone.
+      # @parameter tasks [Hash(String, RecurringTask)]
+      # @parameter missed [Symbol] :skip or :run_once.
+      # @parameter interval [Numeric] the longest wait between looks, so a changed clock is noticed.
+      def initialize(store:, tasks:, missed:, interval:, logger:)
+        @store = store
+        @tasks = tasks.values
+        @options = @tasks.to_h { |task| [task.name, Cron.job_options(task)] }
+        @seen = {} # the last tick each task was looked at for, so that each is asked for once per server
+        @catch_up = missed == :run_once
+        @logger = logger
+        @periodic = Periodic.new("cron", interval: interval, logger: logger, closing: @store, sooner: true) { tick }
+      end
+
+      # The options of a task's job class, when it is loaded (it should be, on a server); the defaults otherwise.
+      # @raises [Config::InvalidError] when the class is loaded but is not a job.
+      def self.job_options(task)
+        job_class = Object.const_get(task.job) if Object.const_defined?(task.job)
+        return Job::Options::DEFAULTS unless job_class
+        return job_class.job_options if job_class.respond_to?(:job_options)
+        raise Config::InvalidError, "recurring task #{task.name.inspect} has class #{task.job}, which does not include Jiggler::Job"
+      end
+
+      # Records the tasks for the dashboard, then starts the loop.
+      # @parameter parent [Async::Task]
+      def start(parent:)
+        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h(@options[task.name]))] })
+        @periodic.start(parent: parent)
+      end
+
+      # Stops after the look in progress, if any, and closes the store.
+      # @asynchronous
+      def stop = @periodic.stop
+
+      private
+
+      # Enqueues every task whose tick has come. @returns [Float] seconds until the next tick of any task.
+      def tick
+        now = Time.now.to_f
+        @tasks.each { |task| claim(task, task.tick_at_or_before(now), now) }
+        @tasks.map { |task| task.tick_after(now) }.min - Time.now.to_f
+      end
+
+      def claim(task, tick, now)
+        return if @seen[task.name]&.>=(tick)
+        if now - tick <= LATE || (@catch_up && !@seen.key?(task.name))
+          options = @options[task.name]
+          enqueued = @store.enqueue_recurring(task.name, tick, task.queue_for(options), task.payload(options, tick), now: now)
+          @logger.debug { "cron: #{task.name} enqueued for #{Time.at(tick)}" } if enqueued
+        end
+        @seen[task.name] = tick # after the store answered: a failed claim is asked again on the next look
+      end
+    end
+  end
+end

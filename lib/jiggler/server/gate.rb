@@ -1,0 +1,44 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Server
+    # Lets a job of a class with a rate or concurrency limit (LimitedJob) start only within its key's budget and with
+    # a slot: the processor asks before it performs the job and, when it may not, the store has already moved it out
+    # of flight (to the scheduled set for a rate, to its key's waiting list for a slot), so the worker goes on to the
+    # next job. The slot is given back when the job ends, however it ends.
+    class Gate
+      # @parameter process [String] this server's id, whose in-flight jobs the gate moves.
+      # @parameter reliable [Boolean] whether fetched jobs are held in flight (at-least-once).
+      # @parameter store [#call] gives the store to use (the server's, once it started).
+      def initialize(process:, reliable:, store: -> { Jiggler.store })
+        @process = process
+        @reliable = reliable
+        @store = store
+      end
+
+      # Takes a start of the rate and a slot, or leaves the job waiting. @returns [Boolean] whether to perform it now.
+      # @parameter limits [Hash] the payload's "limits" field: "rate" and "concurrency", each with its key.
+      def enter(fetched, job, limits)
+        (!(rate = limits["rate"]) || rate_allows?(fetched, job, rate)) && (!(slot = limits["concurrency"]) || slot_taken?(fetched, job, slot))
+      end
+
+      # Gives the job's slot back, to the oldest job waiting for one.
+      def leave(job, limits)
+        slot = limits["concurrency"] or return
+        @store.call.release_slot(slot["key"].to_s, job["jid"].to_s, limit: slot["limit"].to_i, ttl: slot["ttl"].to_f)
+      end
+
+      private
+
+      def rate_allows?(fetched, job, rate)
+        @store.call.acquire_rate(@process, fetched, key: rate["key"].to_s, limit: rate["limit"].to_i, period: rate["period"].to_f,
+          jid: job["jid"].to_s, reliable: @reliable) == true
+      end
+
+      def slot_taken?(fetched, job, slot)
+        @store.call.acquire_slot(@process, fetched, key: slot["key"].to_s, limit: slot["limit"].to_i, jid: job["jid"].to_s,
+          ttl: slot["ttl"].to_f, reliable: @reliable) == true
+      end
+    end
+  end
+end

@@ -1,0 +1,58 @@
+# frozen_string_literal: true
+
+require_relative "script"
+
+module Jiggler
+  module Store
+    class Redis
+      # Recurring tasks in Redis (see ../contract.md, "Recurring tasks"): three hashes keyed by task name (their
+      # settings as JSON, the last tick claimed, the last run time) and a set of disabled tasks. A tick is claimed
+      # and its job pushed in one script, so each tick is enqueued once however many servers ask.
+      module Recurrences
+        RECURRING = Script.new("recurring")
+        private_constant :RECURRING
+
+        # Records the tasks servers run, for the dashboard; tasks no longer named are dropped (their state stays).
+        # @parameter definitions [Hash(String, String)] task name => its settings as JSON.
+        def save_recurring(definitions)
+          with do |redis|
+            redis.multi do |transaction|
+              transaction.call("DEL", recurring_key("tasks"))
+              transaction.call("HSET", recurring_key("tasks"), *definitions.flatten) if definitions.any?
+            end
+          end
+        end
+
+        # The recorded tasks. @returns [Array([String, String, Float | Nil, Boolean])] name, settings JSON, last run
+        # time and whether enabled, by name.
+        def recurring_tasks
+          definitions, runs, disabled = with do |redis|
+            redis.pipelined do |pipeline|
+              %w[tasks runs].each { |part| pipeline.call("HGETALL", recurring_key(part)) }
+              pipeline.call("SMEMBERS", recurring_key("disabled"))
+            end
+          end
+          definitions.sort.map { |name, json| [name, json, runs[name]&.to_f, !disabled.include?(name)] }
+        end
+
+        # Claims a task's tick and pushes its job, in one step.
+        # @parameter tick [Integer] epoch seconds; nil runs the job now, whatever the tick and the task's state.
+        # @returns [Boolean] whether the job was pushed: false when the task is disabled or the tick already claimed.
+        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f)
+          keys = [recurring_key("ticks"), recurring_key("runs"), recurring_key("disabled"), @keys.queue(queue), @keys.queues]
+          argv = [task, tick.to_s, now, queue, @keys.wake, payload]
+          with { |redis| RECURRING.call(redis, keys, argv) } == 1
+        end
+
+        # Turns a task's ticks on or off for every server.
+        def enable_recurring(task, enabled)
+          with { |redis| redis.call(enabled ? "SREM" : "SADD", recurring_key("disabled"), task) }
+        end
+
+        private
+
+        def recurring_key(part) = "{#{@keys.namespace}}:recurring:#{part}"
+      end
+    end
+  end
+end

@@ -1,0 +1,38 @@
+-- A job about to run takes a start of its key's budget (fewer than limit starts in the last period), or moves from
+-- flight to the scheduled set, due when the budget allows: a job that never waited reserves the time the start
+-- `limit` places before the last planned one leaves the window (so waiting jobs come back in order, spaced); a job
+-- that came back and still finds no budget (it came back late), when the oldest start in the window leaves it.
+-- KEYS[1] starts (sorted set, by time), KEYS[2] plan (starts and reservations, by time), KEYS[3] the process's
+-- in-flight hash, KEYS[4] scheduled set
+-- ARGV[1] jid, ARGV[2] limit, ARGV[3] period, ARGV[4] now, ARGV[5] in-flight field, ARGV[6] "1" if reliable,
+-- ARGV[7] payload, ARGV[8] schedule announcement channel
+-- Returns "run", the time it is due again, or "gone" (no longer in flight here).
+local limit, period, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local reservation = "r:" .. ARGV[1]
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - period)
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 2 * period)
+local returning = redis.call("ZSCORE", KEYS[2], reservation)
+if redis.call("ZCOUNT", KEYS[1], "(" .. (now - period), "+inf") < limit then
+  local start = ARGV[1] .. ":" .. ARGV[4]
+  redis.call("ZADD", KEYS[1], now, start)
+  redis.call("ZREM", KEYS[2], reservation)
+  redis.call("ZADD", KEYS[2], now, start)
+  return "run"
+end
+local due
+if returning then
+  due = tonumber(redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")[2]) + period
+else
+  local nth = redis.call("ZREVRANGE", KEYS[2], limit - 1, limit - 1, "WITHSCORES")
+  due = math.max(now, (nth[2] and tonumber(nth[2]) or now) + period)
+end
+if ARGV[6] == "1" and redis.call("HDEL", KEYS[3], ARGV[5]) == 0 then
+  return "gone"
+end
+redis.call("ZADD", KEYS[2], due, reservation)
+local first = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
+redis.call("ZADD", KEYS[4], due, ARGV[7])
+if first[2] == nil or due < tonumber(first[2]) then
+  redis.call("PUBLISH", ARGV[8], tostring(due))
+end
+return tostring(due)

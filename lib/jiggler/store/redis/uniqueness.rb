@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+require_relative "script"
+
+module Jiggler
+  module Store
+    class Redis
+      # Unique jobs' locks in Redis (see ../contract.md, "Unique jobs"): one key per lock, holding the jid of the job
+      # that holds it, with an expiry. Taking the lock and writing the job are one script.
+      module Uniqueness
+        UNIQUE = Script.new("unique")
+        UNLOCK = Script.new("unlock")
+        private_constant :UNIQUE, :UNLOCK
+
+        # Takes a lock for a job and writes the job, or does nothing when the lock is held.
+        # @parameter lock [String] the lock's name.
+        # @parameter ttl [Numeric] seconds the lock lives at most.
+        # @parameter at [Float | Nil] schedules the job for then; nil pushes it to its queue now.
+        # @returns [Boolean] whether the job was written.
+        def enqueue_unique(lock, jid, ttl, queue:, payload:, at: nil)
+          keys = [unique_key(lock), @keys.queue(queue), @keys.queues, @keys.scheduled]
+          argv = [jid, (ttl * 1000).ceil, queue, @keys.wake, @keys.schedule_wake, payload, at.to_s]
+          with { |redis| UNIQUE.call(redis, keys, argv) } == 1
+        end
+
+        # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
+        def unlock(lock, jid) = with { |redis| UNLOCK.call(redis, [unique_key(lock)], [jid]) } == 1
+
+        # The jid of the job holding a lock. @returns [String | Nil]
+        def lock_holder(lock) = with { |redis| redis.call("GET", unique_key(lock)) }
+
+        private
+
+        def unique_key(lock) = "{#{@keys.namespace}}:unique:#{lock}"
+      end
+    end
+  end
+end

@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "fileutils"
+require "jiggler/store/sqlite"
+require_relative "../../fixtures/flow_jobs"
+
+# Rate limits run by real servers: 50 starts a second over 500 jobs, across two servers, take about 10 s and never
+# exceed the budget in any second (calendar seconds and sliding windows).
+describe "rate limits" do
+  def fixture = "./test/fixtures/flow_jobs.rb"
+
+  before do
+    @dir = Dir.mktmpdir("jiggler-rates")
+    @record = File.join(@dir, "record.txt")
+  end
+
+  after do
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    @servers.each(&:kill)
+    @sqlite&.close
+    FileUtils.rm_rf(@dir)
+  end
+
+  def start(env)
+    server = ServerProcess.new("-r", fixture, namespace: @namespace, env: env.merge("FLOW_RECORD" => @record)).start
+    @servers << server
+    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+    assert server.running?, "the server did not start:\n#{server.log}"
+  end
+
+  def starts = File.exist?(@record) ? File.readlines(@record).map { |line| line.split.last.to_f } : []
+
+  def assert_rate_holds(env)
+    2.times { start(env) }
+    FiftyPerSecondJob.enqueue_bulk(Array.new(500) { |n| [n] })
+    wait_for(timeout: 40, message: "500 jobs to start") { starts.size == 500 }
+    times = starts.sort
+    assert_operator times.map(&:floor).tally.values.max, :<=, 50, "a calendar second over the budget"
+    # The budget holds for the times the gate admits jobs; a job records its start when perform begins, a few ms
+    # later and by a varying lag, so sliding windows are checked 50 ms short of a second.
+    assert_operator times.each_with_index.map { |at, index| times[index...].take_while { |later| later < at + 0.95 }.size }.max, :<=, 50,
+      "a sliding second over the budget"
+    assert_in_delta 9.5, times.last - times.first, 1.5, "500 starts at 50 a second"
+    assert_equal 500, starts.size
+  end
+
+  it "starts at most 50 jobs a second, on Redis" do
+    assert_rate_holds({})
+  end
+
+  it "starts at most 50 jobs a second, on SQLite" do
+    path = File.join(@dir, "jobs.sqlite3")
+    @sqlite = Jiggler::Store::SQLite.new(path: path)
+    Jiggler.client = Jiggler::Client.new(@sqlite)
+    assert_rate_holds({"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path})
+  end
+end

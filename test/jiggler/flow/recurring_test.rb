@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "fileutils"
+require "jiggler/store/sqlite"
+require_relative "../../fixtures/flow_jobs"
+
+# Recurring tasks run by real `jiggler` servers with no leader: three servers and a task every second enqueue each
+# tick exactly once, on Redis and on SQLite, also while one of them is killed; a bad schedule stops the boot.
+describe "recurring tasks" do
+  def fixture = "./test/fixtures/flow_jobs.rb"
+
+  # How long the three servers run: each second of it must hold one tick, so a short run proves as much as a long one.
+  def seconds = 8
+
+  before do
+    @dir = Dir.mktmpdir("jiggler-recurring")
+    @recurring_file = File.join(@dir, "recurring.yml")
+    File.write(@recurring_file, <<~YAML)
+      every_second:
+        class: TickJob
+        args: [1, {"b": 2}]
+        schedule: every second
+    YAML
+  end
+
+  after do
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    @servers.each(&:kill)
+    @sqlite&.close
+    FileUtils.rm_rf(@dir)
+  end
+
+  def start(env)
+    server = ServerProcess.new("-r", fixture, namespace: @namespace, env: env.merge("FLOW_RECURRING_FILE" => @recurring_file)).start
+    @servers << server
+    server
+  end
+
+  def wait_started(servers)
+    servers.each do |server|
+      wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+      assert server.running?, "the server did not start:\n#{server.log}"
+    end
+  end
+
+  # Runs three servers for `seconds`, kills one -9 halfway, and checks that the ticks enqueued are consecutive seconds,
+  # each once, covering every second while servers ran.
+  def assert_each_tick_once(env, store)
+    servers = Array.new(3) { start(env) }
+    wait_started(servers)
+    first = Time.now.to_f.ceil
+    sleep(seconds / 2.0)
+    servers.first.signal("KILL")
+    sleep(seconds / 2.0)
+    last = Time.now.to_f.floor
+    servers.each(&:kill)
+    ticks = store.queue_entries("ticks", limit: 1_000).map { |payload| Jiggler::Payload.load(payload)["recurring"]["tick"] }.sort
+    assert_equal ticks.uniq, ticks, "a tick was enqueued twice"
+    assert_equal (ticks.first..ticks.last).to_a, ticks, "a tick was skipped"
+    assert_operator ticks.first, :<=, first
+    assert_operator ticks.last, :>=, last
+  end
+
+  it "enqueues each tick exactly once with three servers on Redis" do
+    assert_each_tick_once({}, store)
+  end
+
+  it "enqueues each tick exactly once with three servers on SQLite" do
+    path = File.join(@dir, "jobs.sqlite3")
+    @sqlite = Jiggler::Store::SQLite.new(path: path)
+    assert_each_tick_once({"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}, @sqlite)
+    job = @sqlite.queue_entries("ticks", limit: 1).first
+    assert_equal [1, {"b" => 2}], Jiggler::Payload.load(job)["args"]
+    assert_includes @sqlite.history(Jiggler::Payload.load(job)["jid"]).map { |_, event| event["type"] }, "recurring"
+  end
+
+  it "stops the boot with the task's name and the reason for a bad schedule" do
+    File.write(@recurring_file, "nightly:\n  class: TickJob\n  schedule: every blue moon\n")
+    server = start({})
+    assert_equal 1, server.wait(timeout: 20)
+    assert_equal 1, server.log.lines.size, server.log
+    assert_match(/\Ajiggler: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/, server.log)
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "fileutils"
+require "rbconfig"
+require "jiggler/store/sqlite"
+require_relative "../../fixtures/flow_jobs"
+
+# Unique jobs across processes: four processes enqueueing the same job 1,000 times each make one; the lock is released
+# when the job finishes or starts (by option), and comes back within recovery_timeout when its server is killed.
+describe "unique jobs" do
+  def fixture = "./test/fixtures/flow_jobs.rb"
+
+  before do
+    @dir = Dir.mktmpdir("jiggler-unique")
+  end
+
+  after do
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    @servers.each(&:kill)
+    @sqlite&.close
+    FileUtils.rm_rf(@dir)
+  end
+
+  def sqlite_env
+    @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
+    Jiggler.client = Jiggler::Client.new(@sqlite)
+    {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => File.join(@dir, "jobs.sqlite3")}
+  end
+
+  def start(env)
+    server = ServerProcess.new("-r", fixture, "-q", "default", namespace: @namespace, env: env).start
+    @servers << server
+    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+    assert server.running?, "the server did not start:\n#{server.log}"
+    server
+  end
+
+  # Four processes enqueue UniqueJob(1, 0) 1,000 times each, all at once; returns how many enqueues wrote a job.
+  def race(env)
+    script = "require #{File.expand_path(fixture).inspect}; $stdin.read(1); " \
+      "puts 1_000.times.count { UniqueJob.enqueue(1, 0) }"
+    children = Array.new(4) do
+      reader, writer = IO.pipe
+      go_reader, go = IO.pipe
+      pid = Process.spawn({"JIGGLER_TEST_NAMESPACE" => @namespace}.merge(env), RbConfig.ruby, "-Ilib", "-e", script, out: writer, in: go_reader)
+      writer.close
+      go_reader.close
+      [pid, reader, go]
+    end
+    sleep 1.5 # every child has loaded jiggler and waits on its pipe
+    children.each { |_, _, go| go.write("x") && go.close }
+    children.sum { |pid, reader, _| Process.wait(pid) && reader.read.to_i }
+  end
+
+  it "makes one job of 4 processes enqueueing the same one 1,000 times, on Redis" do
+    assert_equal 1, race({})
+    assert_equal({"default" => 1}, store.queue_sizes)
+  end
+
+  it "makes one job of 4 processes enqueueing the same one 1,000 times, on SQLite" do
+    env = sqlite_env
+    assert_equal 1, race(env)
+    assert_equal({"default" => 1}, @sqlite.queue_sizes)
+  end
+
+  it "holds the lock until the job finishes, or until it starts by option" do
+    assert UniqueJob.enqueue(1, 3)
+    assert_nil UniqueJob.enqueue(1, 3), "a second enqueue while the first is queued"
+    assert UniqueJob.enqueue(2, 0), "other arguments, another lock"
+    assert UniqueUntilStartedJob.enqueue("acme", 3)
+    assert_nil UniqueUntilStartedJob.enqueue("acme", 0), "same key, other arguments"
+    assert UniqueRaising.enqueue(1)
+    assert_raises(Jiggler::UniqueJob::ConflictError) { UniqueRaising.enqueue(1) }
+    start({"FLOW_SLOW" => "1"})
+    wait_for(message: "the until-started job to start") { UniqueUntilStartedJob.enqueue("acme", 0) }
+    assert_nil UniqueJob.enqueue(1, 3), "a second enqueue while the first runs"
+    wait_for(message: "the unique job to finish") { UniqueJob.enqueue(1, 3) }
+  end
+
+  it "returns the lock of a job whose server is killed -9, within recovery_timeout" do
+    slow = start({"FLOW_SLOW" => "1", "FLOW_RECOVERY_TIMEOUT" => "2"})
+    lock = Jiggler::UniqueJob.lock_key("UniqueJob", [1, 60], UniqueJob.job_options[:unique])
+    jid = UniqueJob.enqueue(1, 60)
+    wait_for(message: "the job to start") { store.in_flight_count(slow.log[/ started: (\S+),/, 1]).positive? }
+    slow.signal("KILL")
+    killed = now
+    assert_equal jid, store.lock_holder(lock), "the job keeps its lock while it waits to run again"
+    start({"FLOW_RECOVERY_TIMEOUT" => "2"})
+    wait_for(timeout: 15, message: "the lock to be released") { store.lock_holder(lock).nil? }
+    assert_operator now - killed, :<, 2 + 5, "released within recovery_timeout (and a server's start)"
+    assert UniqueJob.enqueue(1, 60)
+  end
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
+
+# A unique class that raises on a conflict.
+class UniqueRaising
+  include Jiggler::Job
+
+  job_options unique: {on_conflict: :raise}, queue: "unused"
+
+  def perform(_) = nil
+end

@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "jiggler/recurring_task"
+require "jiggler/config/recurring_file"
+
+describe Jiggler::RecurringTask do
+  def task(**settings) = Jiggler::RecurringTask.build("report", {"class" => "TickJob", "schedule" => "every minute"}.merge(settings.transform_keys(&:to_s)))
+
+  def error(**settings) = assert_raises(Jiggler::Config::InvalidError) { task(**settings) }.message
+
+  it "reads cron lines and phrases, and finds the ticks around a time" do
+    assert_equal 120, task(schedule: "every minute").tick_at_or_before(179.5)
+    assert_equal 180, task(schedule: "every minute").tick_at_or_before(180.0)
+    assert_equal 900, task(schedule: "*/15 * * * *").tick_after(1.0)
+    assert_equal 15, task(schedule: "*/5 * * * * *").tick_after(10.0)
+  end
+
+  it "honours a time zone in the schedule" do
+    january = Time.utc(2026, 1, 10, 12).to_f
+    assert_equal Time.utc(2026, 1, 11, 8).to_i, task(schedule: "0 9 * * * Europe/Paris").tick_after(january)
+    assert_equal Time.utc(2026, 1, 10, 14).to_i, task(schedule: "every day at 9am America/New_York").tick_after(january)
+  end
+
+  it "takes one argument or an argument list, as Solid Queue does" do
+    assert_equal [42], task(args: 42).args
+    assert_equal [1, {"a" => 2}], task(args: [1, {"a" => 2}]).args
+    assert_equal [], task.args
+  end
+
+  it "writes a payload for the class's queue unless the task names one, marked with its task and tick" do
+    payload = Jiggler::Payload.load(task(args: [7]).payload({queue: "low", retries: 2}, 60))
+    assert_equal({"task" => "report", "tick" => 60}, payload["recurring"])
+    assert_equal ["TickJob", [7], "low", 2], payload.values_at("name", "args", "queue", "retries")
+    assert_equal "mail", Jiggler::Payload.load(task(queue: "mail").payload({queue: "low", retries: 2}, nil))["queue"]
+  end
+
+  it "refuses bad settings with the task's name and the reason" do
+    assert_match(/\Arecurring task "report" has schedule "sometimes", which is neither a cron line/, error(schedule: "sometimes"))
+    assert_match(/"report" has schedule "5 minutes", a duration, not a schedule: write "every 5 minutes"/, error(schedule: "5 minutes"))
+    assert_match(/"report" needs schedule/, error(schedule: nil))
+    assert_match(/"report" needs class/, error(class: nil))
+    assert_match(/"report" has command, which jiggler does not take/, error(command: "Report.run"))
+    assert_match(/"report" has an unknown key "every"/, error(every: 5))
+    assert_match(/"report" has arguments that cannot be stored/, error(args: [Object.new]))
+  end
+
+  it "is checked when set in the config, and the whole config stays usable" do
+    config = Jiggler::Config.new
+    config[:recurring] = {report: {class: "TickJob", schedule: "every hour"}}
+    assert_equal ["report"], config[:recurring].keys
+    assert_raises(Jiggler::Config::InvalidError) { config[:recurring] = {report: {class: "TickJob", schedule: "never"}} }
+    assert_raises(Jiggler::Config::InvalidError) { config[:recurring_missed] = :always }
+  end
+end
+
+describe Jiggler::Config::RecurringFile do
+  it "reads top-level tasks and the environment's section, which wins by name" do
+    path = File.join(Dir.mktmpdir("jiggler-recurring"), "recurring.yml")
+    File.write(path, <<~YAML)
+      a:
+        class: TickJob
+        schedule: every hour
+      production:
+        a:
+          class: TickJob
+          schedule: every minute
+        b:
+          class: TickJob
+          schedule: "0 3 * * *"
+      development:
+        c:
+          class: TickJob
+          schedule: every day
+    YAML
+    tasks = Jiggler::Config::RecurringFile.load(path, "production")
+    assert_equal({"a" => "every minute", "b" => "0 3 * * *"}, tasks.transform_values { |task| task["schedule"] })
+  end
+end

@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/web_session"
+require "async"
+require "jiggler/server/processor"
+
+describe Jiggler::UniqueJob do
+  include WebSession
+
+  it "checks the option, naming what is wrong" do
+    assert_equal({until: :finished, ttl: 3600, on_conflict: :skip, key: nil}, Jiggler::UniqueJob.options(true))
+    {{until: :done} => /until must be one of :started, :finished/, {ttl: 0} => /ttl must be a number/,
+     {on_conflict: :log} => /on_conflict must be one of/, {key: "id"} => /key must be a Proc/,
+     {by: :args} => /unknown unique option :by/, "yes" => /unique must be true or a Hash/}.each do |value, message|
+      assert_match message, assert_raises(ArgumentError) { Jiggler::UniqueJob.options(value) }.message
+    end
+    batch = Class.new { include Jiggler::Job }
+    assert_raises(ArgumentError) { batch.job_options(unique: true, batch_size: 10) }
+    assert_raises(ArgumentError) { batch.job_options(concurrency: {limit: 1}, batch_size: 10) }
+  end
+
+  it "locks by class and arguments, or by the key computed from them" do
+    by_args = Jiggler::UniqueJob.options(true)
+    by_key = Jiggler::UniqueJob.options(key: ->(account, _) { account })
+    refute_equal Jiggler::UniqueJob.lock_key("A", [1, 2], by_args), Jiggler::UniqueJob.lock_key("A", [1, 3], by_args)
+    refute_equal Jiggler::UniqueJob.lock_key("A", [1, 2], by_args), Jiggler::UniqueJob.lock_key("B", [1, 2], by_args)
+    assert_equal "A:7", Jiggler::UniqueJob.lock_key("A", [7, 2], by_key)
+  end
+
+  it "releases the lock when the job dies, not when it waits for a retry" do
+    processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store)
+    [[1, "j1"], [0, "j2"]].each do |retries, jid|
+      store.enqueue_unique("FailingJob:#{jid}", jid, 60, queue: "default", payload: payload)
+      job = payload(name: "FailingJob", jid: jid, args: [1], retries: retries, unique: {"lock" => "FailingJob:#{jid}", "until" => "finished"})
+      processor.call(Jiggler::Store::Fetched.new("h", "default", job))
+    end
+    assert_equal "j1", store.lock_holder("FailingJob:j1"), "retrying: still locked"
+    assert_nil store.lock_holder("FailingJob:j2"), "dead: released"
+  end
+
+  it "releases the lock of a job deleted or killed from the dashboard" do
+    %w[j1 j2].each { |jid| store.enqueue_unique("RecordJob:#{jid}", jid, 60, queue: "default", payload: payload) }
+    add_failed(:retry, [[100.0, payload(jid: "j1", unique: {"lock" => "RecordJob:j1", "until" => "finished"})],
+      [200.0, payload(jid: "j2", unique: {"lock" => "RecordJob:j2", "until" => "finished"})]])
+    post_form "/retries", {"do" => "delete", "keys" => ["100.0-j1"]}
+    post_form "/retries", {"do" => "kill", "keys" => ["200.0-j2"]}
+    assert_nil store.lock_holder("RecordJob:j1")
+    assert_nil store.lock_holder("RecordJob:j2")
+  end
+end
+
+describe Jiggler::LimitedJob do
+  it "checks the options and computes each job's keys from its arguments" do
+    options = {concurrency: Jiggler::LimitedJob.options(limit: 2, key: ->(account, *) { account }), rate: Jiggler::LimitedJob.rate_options(limit: 50)}
+    assert_equal({"concurrency" => {"key" => "Export:acme", "limit" => 2, "ttl" => 900}, "rate" => {"key" => "Export", "limit" => 50, "period" => 1}},
+      Jiggler::LimitedJob.field("Export", ["acme", 1], options))
+    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be a number > 0/,
+     {limit: 1, key: :id} => /key must be a Proc/, {limit: 1, per: 2} => /unknown concurrency option :per/, 3 => /must be a Hash/}.each do |value, message|
+      assert_match message, assert_raises(ArgumentError) { Jiggler::LimitedJob.options(value) }.message
+    end
+    assert_match(/rate period must be a number > 0/, assert_raises(ArgumentError) { Jiggler::LimitedJob.rate_options(limit: 5, period: 0) }.message)
+  end
+end

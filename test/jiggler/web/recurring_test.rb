@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "json"
+require "support/web_session"
+
+# The recurring tasks page: what servers recorded, with last and next run, run now, disable and enable.
+describe "Jiggler::Web recurring page" do
+  include WebSession
+
+  def save(name, settings)
+    web_store.save_recurring(name => JSON.generate({"class" => "TickJob", "job" => {"queue" => "ticks", "retries" => 0}}.merge(settings)))
+  end
+
+  it "lists each task with its job, schedule, last and next run" do
+    save("hourly", {"schedule" => "0 * * * *", "args" => [1], "description" => "tidy up"})
+    web_store.enqueue_recurring("hourly", 100, "ticks", payload, now: Time.now.to_f - 30)
+    get "/recurring"
+    assert_equal 200, last_response.status
+    row = body[%r{<tr data-task="hourly">.*?</tr>}m]
+    assert_includes row, "tidy up"
+    assert_includes row, "TickJob"
+    assert_includes row, "0 * * * *"
+    assert_match(/\d+ s ago/, row)
+    assert_match(/in \d+/, row)
+    assert_includes row, "enabled"
+  end
+
+  it "runs a task now on its queue, marked as a run by hand" do
+    save("hourly", {"schedule" => "0 * * * *", "args" => [7]})
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_redirected_to "/recurring"
+    job = Jiggler::Payload.load(web_store.queue_entries("ticks").first)
+    assert_equal ["TickJob", [7], 0, {"task" => "hourly", "tick" => nil}], job.values_at("name", "args", "retries", "recurring")
+  end
+
+  it "disables and enables a task for every server" do
+    save("hourly", {"schedule" => "0 * * * *"})
+    post_form "/recurring/hourly/disable", from: "/recurring"
+    assert_redirected_to "/recurring"
+    refute web_store.enqueue_recurring("hourly", 100, "ticks", payload)
+    get "/recurring"
+    assert_includes body, "disabled"
+    post_form "/recurring/hourly/enable", from: "/recurring"
+    assert web_store.enqueue_recurring("hourly", 100, "ticks", payload)
+  end
+
+  it "answers 404 for an unknown task and refuses a POST without a token" do
+    post_form "/recurring/nope/run", from: "/recurring"
+    assert_equal 404, last_response.status
+    save("hourly", {"schedule" => "0 * * * *"})
+    post "/recurring/hourly/run"
+    assert_equal 403, last_response.status
+    assert_empty web_store.queue_sizes
+  end
+
+  it "escapes hostile names and arguments, and shows unreadable settings as such" do
+    save(WebSession::HOSTILE, {"schedule" => "0 * * * *", "args" => [WebSession::HOSTILE]})
+    web_store.save_recurring("broken" => "{not json")
+    get "/recurring"
+    assert_equal 200, last_response.status
+    refute_includes body, WebSession::HOSTILE
+    assert_includes body, "unreadable settings"
+  end
+end
+
+describe "Jiggler::Web queues page with concurrency limits" do
+  include WebSession
+
+  it "shows the jobs waiting for a slot, per queue, also when the queue is otherwise empty" do
+    web_store.push("exports", [payload(queue: "exports"), payload(queue: "exports")])
+    web_store.fetch("proc-1", ["exports"], limit: 2).each do |job|
+      web_store.acquire_slot("proc-1", job, key: "k", limit: 1, jid: jid_of(job.payload), ttl: 60, reliable: true)
+    end
+    get "/queues"
+    assert_equal "1", body[%r{<tr data-queue="exports">.*?<td class="num" data-waiting>(\d+)</td>}m, 1]
+    get "/stats"
+    assert_equal [["exports", 0, 1]], JSON.parse(body)["queues"].map { |queue| queue.values_at("name", "size", "waiting") }
+  end
+end
