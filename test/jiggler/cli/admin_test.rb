@@ -32,7 +32,7 @@ module AdminCommandSpecs
         store.push("mail", [payload(queue: "mail")])
         assert_equal [0, "paused queue mail\n"], admin("pause", "mail")
         assert_equal ["mail"], store.paused_queues
-        assert_equal [{"name" => "mail", "size" => 1, "paused" => true}], admin_json("queues")["queues"].map { |queue| queue.except("latency") }
+        assert_equal [{"name" => "mail", "size" => 1, "paused" => true, "waiting" => 0}], admin_json("queues")["queues"].map { |queue| queue.except("latency") }
         assert_equal [0, "resumed queue mail\n"], admin("resume", "mail")
         assert_empty store.paused_queues
         assert_equal [0, "cleared queue mail\n"], admin("clear", "mail")
