@@ -12,7 +12,6 @@ require_relative "batcher"
 require_relative "heartbeat"
 require_relative "reaper"
 require_relative "../metrics/recorder"
-require_relative "cron"
 require_relative "gate"
 
 module Jiggler
@@ -45,7 +44,7 @@ module Jiggler
           @batcher = batcher(config, logger)
           limits = Store.dedicated(config) # moves jobs waiting on slots that expired (LimitedJob's ttl)
           @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger, closing: limits) { limits.promote_expired }
-          @cron = Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger) if config[:recurring].any?
+          @cron = cron(config, logger) if config[:recurring].any?
         end
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
@@ -105,6 +104,12 @@ module Jiggler
 
       # A batcher when this process loaded batch classes: it checks every half of their shortest batch_interval, and
       # at least every poll_interval.
+      # The recurring tasks' loop; loaded (with fugit) only by a server that has tasks.
+      def cron(config, logger)
+        require_relative "cron"
+        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger)
+      end
+
       def batcher(config, logger)
         shortest = Job.shortest_batch_interval or return
         Batcher.new(store: Store.dedicated(config), interval: [shortest / 2.0, config[:poll_interval]].min, logger: logger)
