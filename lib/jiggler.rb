@@ -30,6 +30,7 @@ module Jiggler
     def configure
       yield config
       reset_client
+      load_store(config)
       config
     end
 
@@ -80,6 +81,12 @@ module Jiggler
 
     private
 
+    # A Redis store's library (redis-client, which loads openssl: about 50 ms) loads when the app is configured for
+    # Redis, not at its first enqueue, which would otherwise wait for it.
+    def load_store(config)
+      require_relative "jiggler/store/redis" if config.redis?
+    end
+
     def reset_client
       @client&.store&.close
       @client = nil
@@ -105,3 +112,6 @@ module Jiggler
 end
 
 require_relative "jiggler/railtie" if defined?(Rails::Railtie)
+
+# As in Jiggler.configure: the Redis store named by the environment loads with the gem, not at the first enqueue.
+require_relative "jiggler/store/redis" unless ENV.fetch("REDIS_URL", "").empty?
