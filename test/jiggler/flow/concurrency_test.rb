@@ -1,35 +1,15 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
-require "fileutils"
-require "jiggler/store/sqlite"
+require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Concurrency limits run by real servers: a limit of 2 over 200 jobs of 100 ms never has a third running, across two
 # servers of 10 workers, while jobs of another class in the same queue keep flowing; a killed server's slots come back.
 describe "concurrency limits" do
-  def fixture = "./test/fixtures/flow_jobs.rb"
+  include FlowServers
 
-  before do
-    @dir = Dir.mktmpdir("jiggler-limits")
-    @record = File.join(@dir, "record.txt")
-  end
-
-  after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
-    @servers.each(&:kill)
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def start(env = {})
-    server = ServerProcess.new("-r", fixture, namespace: @namespace, env: @env.merge("FLOW_RECORD" => @record).merge(env)).start
-    @servers << server
-    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
-    assert server.running?, "the server did not start:\n#{server.log}"
-    server
-  end
+  def start(env = {}) = start_flow(@env.merge(env))
 
   def lines = File.exist?(@record) ? File.readlines(@record).map(&:split) : []
 
@@ -58,10 +38,7 @@ describe "concurrency limits" do
   end
 
   it "never runs a third job of the key, on SQLite, while others flow" do
-    path = File.join(@dir, "jobs.sqlite3")
-    @sqlite = Jiggler::Store::SQLite.new(path: path)
-    Jiggler.client = Jiggler::Client.new(@sqlite)
-    @env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}
+    @env = sqlite_env
     assert_limit_holds(@sqlite)
   end
 

@@ -1,39 +1,18 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
-require "fileutils"
-require "jiggler/store/sqlite"
+require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Rate limits run by real servers: 50 starts a second over 500 jobs, across two servers, take about 10 s and never
 # exceed the budget in any second (calendar seconds and sliding windows).
 describe "rate limits" do
-  def fixture = "./test/fixtures/flow_jobs.rb"
-
-  before do
-    @dir = Dir.mktmpdir("jiggler-rates")
-    @record = File.join(@dir, "record.txt")
-  end
-
-  after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
-    @servers.each(&:kill)
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def start(env)
-    server = ServerProcess.new("-r", fixture, namespace: @namespace, env: env.merge("FLOW_RECORD" => @record)).start
-    @servers << server
-    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
-    assert server.running?, "the server did not start:\n#{server.log}"
-  end
+  include FlowServers
 
   def starts = File.exist?(@record) ? File.readlines(@record).map { |line| line.split.last.to_f } : []
 
   def assert_rate_holds(env)
-    2.times { start(env) }
+    2.times { start_flow(env) }
     FiftyPerSecondJob.enqueue_bulk(Array.new(500) { |n| [n] })
     wait_for(timeout: 40, message: "500 jobs to start") { starts.size == 500 }
     times = starts.sort
@@ -51,9 +30,6 @@ describe "rate limits" do
   end
 
   it "starts at most 50 jobs a second, on SQLite" do
-    path = File.join(@dir, "jobs.sqlite3")
-    @sqlite = Jiggler::Store::SQLite.new(path: path)
-    Jiggler.client = Jiggler::Client.new(@sqlite)
-    assert_rate_holds({"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path})
+    assert_rate_holds(sqlite_env)
   end
 end

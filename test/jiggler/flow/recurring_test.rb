@@ -1,21 +1,18 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
-require "fileutils"
-require "jiggler/store/sqlite"
+require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Recurring tasks run by real `jiggler` servers with no leader: three servers and a task every second enqueue each
 # tick exactly once, on Redis and on SQLite, also while one of them is killed; a bad schedule stops the boot.
 describe "recurring tasks" do
-  def fixture = "./test/fixtures/flow_jobs.rb"
+  include FlowServers
 
   # How long the three servers run: each second of it must hold one tick, so a short run proves as much as a long one.
   def seconds = 8
 
   before do
-    @dir = Dir.mktmpdir("jiggler-recurring")
     @recurring_file = File.join(@dir, "recurring.yml")
     File.write(@recurring_file, <<~YAML)
       every_second:
@@ -25,18 +22,7 @@ describe "recurring tasks" do
     YAML
   end
 
-  after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
-    @servers.each(&:kill)
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def start(env)
-    server = ServerProcess.new("-r", fixture, namespace: @namespace, env: env.merge("FLOW_RECURRING_FILE" => @recurring_file)).start
-    @servers << server
-    server
-  end
+  def start(env) = start_flow(env.merge("FLOW_RECURRING_FILE" => @recurring_file), wait: false)
 
   def wait_started(servers)
     servers.each do |server|
@@ -68,9 +54,7 @@ describe "recurring tasks" do
   end
 
   it "enqueues each tick exactly once with three servers on SQLite" do
-    path = File.join(@dir, "jobs.sqlite3")
-    @sqlite = Jiggler::Store::SQLite.new(path: path)
-    assert_each_tick_once({"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}, @sqlite)
+    assert_each_tick_once(sqlite_env, @sqlite)
     job = @sqlite.queue_entries("ticks", limit: 1).first
     assert_equal [1, {"b" => 2}], Jiggler::Payload.load(job)["args"]
     assert_includes @sqlite.history(Jiggler::Payload.load(job)["jid"]).map { |_, event| event["type"] }, "recurring"

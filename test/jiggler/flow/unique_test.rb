@@ -1,45 +1,20 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
-require "fileutils"
 require "rbconfig"
-require "jiggler/store/sqlite"
+require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Unique jobs across processes: four processes enqueueing the same job 1,000 times each make one; the lock is released
 # when the job finishes or starts (by option), and comes back within recovery_timeout when its server is killed.
 describe "unique jobs" do
-  def fixture = "./test/fixtures/flow_jobs.rb"
+  include FlowServers
 
-  before do
-    @dir = Dir.mktmpdir("jiggler-unique")
-  end
-
-  after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
-    @servers.each(&:kill)
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def sqlite_env
-    @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
-    Jiggler.client = Jiggler::Client.new(@sqlite)
-    {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => File.join(@dir, "jobs.sqlite3")}
-  end
-
-  def start(env)
-    server = ServerProcess.new("-r", fixture, "-q", "default", namespace: @namespace, env: env).start
-    @servers << server
-    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
-    assert server.running?, "the server did not start:\n#{server.log}"
-    server
-  end
+  def start(env) = start_flow(env, "-q", "default")
 
   # Four processes enqueue UniqueJob(1, 0) 1,000 times each, all at once; returns how many enqueues wrote a job.
   def race(env)
-    script = "require #{File.expand_path(fixture).inspect}; $stdin.read(1); " \
+    script = "require #{File.expand_path(FlowServers::FIXTURE).inspect}; $stdin.read(1); " \
       "puts 1_000.times.count { UniqueJob.enqueue(1, 0) }"
     children = Array.new(4) do
       reader, writer = IO.pipe

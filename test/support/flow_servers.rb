@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+require "fileutils"
+require "jiggler/store/sqlite"
+
+# What the flow-control tests share: a directory of the test's own, `jiggler` servers that load
+# test/fixtures/flow_jobs.rb, the test's client pointed at an SQLite file there when a test runs on SQLite, and the
+# servers' logs shown when a test fails. Include it in a `describe` block.
+module FlowServers
+  FIXTURE = "./test/fixtures/flow_jobs.rb"
+
+  def setup
+    super
+    @dir = Dir.mktmpdir("jiggler-flow")
+    @record = File.join(@dir, "record.txt")
+  end
+
+  def teardown
+    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    @servers.each(&:kill)
+    @sqlite&.close
+    FileUtils.rm_rf(@dir)
+    super
+  end
+
+  # Points this test's client at an SQLite file of its own. @returns [Hash] the environment servers need to use it.
+  def sqlite_env
+    path = File.join(@dir, "jobs.sqlite3")
+    @sqlite ||= Jiggler::Store::SQLite.new(path: path)
+    Jiggler.client = Jiggler::Client.new(@sqlite)
+    {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}
+  end
+
+  # Starts a server on the fixture with `env` (the record file's path added) and command-line flags; waits for its
+  # start line unless told not.
+  def start_flow(env, *flags, wait: true)
+    server = ServerProcess.new("-r", FIXTURE, *flags, namespace: @namespace, env: {"FLOW_RECORD" => @record}.merge(env)).start
+    @servers << server
+    return server unless wait
+    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+    assert server.running?, "the server did not start:\n#{server.log}"
+    server
+  end
+end
