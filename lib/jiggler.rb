@@ -84,7 +84,7 @@ module Jiggler
     # A Redis store's library (redis-client, which loads openssl: about 50 ms) loads when the app is configured for
     # Redis, not at its first enqueue, which would otherwise wait for it.
     def load_store(config)
-      require_relative "jiggler/store/redis" if config.redis?
+      Store.const_get(:Redis) if config.redis? # through its autoload, which the Redis store's files also name
     end
 
     def reset_client
@@ -114,4 +114,4 @@ end
 require_relative "jiggler/railtie" if defined?(Rails::Railtie)
 
 # As in Jiggler.configure: the Redis store named by the environment loads with the gem, not at the first enqueue.
-require_relative "jiggler/store/redis" unless ENV.fetch("REDIS_URL", "").empty?
+Jiggler::Store.const_get(:Redis) unless ENV.fetch("REDIS_URL", "").empty?
