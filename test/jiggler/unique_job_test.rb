@@ -28,6 +28,18 @@ describe Jiggler::UniqueJob do
     assert_equal "A:7", Jiggler::UniqueJob.lock_key("A", [7, 2], by_key)
   end
 
+  it "gives the lock back when its job is killed or deleted from a set, as the dashboard and the admin commands do" do
+    require "jiggler/set_actions"
+    %w[k1 d1].each do |jid|
+      job = payload(name: "FailingJob", jid: jid, args: [1], unique: {"lock" => "FailingJob:#{jid}", "until" => "finished"})
+      store.enqueue_unique("FailingJob:#{jid}", jid, 60, queue: "default", payload: job, at: Time.now.to_f + 60)
+    end
+    entry = ->(jid) { store.set_entries(:scheduled).filter_map { |json, score| [score, jid] if JSON.parse(json)["jid"] == jid } }
+    assert_equal 1, Jiggler::SetActions.kill(store, :scheduled, entry.call("k1"))
+    assert_equal 1, Jiggler::SetActions.delete(store, :scheduled, entry.call("d1"))
+    assert_equal [nil, nil], [store.lock_holder("FailingJob:k1"), store.lock_holder("FailingJob:d1")]
+  end
+
   it "releases the lock when the job dies, not when it waits for a retry" do
     processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store)
     [[1, "j1"], [0, "j2"]].each do |retries, jid|

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../payload"
-require_relative "../job_rules"
+require_relative "../set_actions"
 
 module Jiggler
   class CLI
@@ -40,14 +40,8 @@ module Jiggler
 
       private
 
-      # Moves or deletes entries; where they go is JobRules' decision, as for the dashboard's buttons.
-      def apply(action, entries, now: Time.now.to_f)
-        case action
-        when :run then @store.enqueue_set_entries(@set, entries, now: now) { |from, payload| JobRules.due(from, payload, now) }
-        when :kill then @store.kill_set_entries(@set, entries, now: now) { |payload| JobRules.killed(payload, now) }
-        when :delete then @store.delete_set_entries(@set, entries)
-        end
-      end
+      # The same action as the dashboard's button for it (SetActions).
+      def apply(action, entries) = SetActions.public_send(action, @store, @set, entries)
 
       # Empties the whole set. @returns [Integer] how many jobs it held.
       def clear

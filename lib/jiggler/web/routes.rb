@@ -6,7 +6,7 @@ require_relative "entry"
 require_relative "filter"
 require_relative "assets"
 require_relative "recurring_routes"
-require_relative "../job_rules"
+require_relative "../set_actions"
 require_relative "prometheus"
 require_relative "chart"
 require_relative "../metrics/report"
@@ -114,9 +114,9 @@ module Jiggler
           set = SETS[route_params["set"]] || not_found
           entries = Array(url_params["keys"]).filter_map { |key| Entry.parse_key(key) if key.is_a?(String) }
           case param("do")
-          when "run" then Routes.enqueue(store, set, entries)
-          when "delete" then UniqueJob.released(store, Routes.payloads(store, set, entries)) { store.delete_set_entries(set, entries) }
-          when "kill" then (set == :dead) ? halt(400) : UniqueJob.released(store, Routes.payloads(store, set, entries)) { Routes.kill(store, set, entries) }
+          when "run" then SetActions.run(store, set, entries)
+          when "delete" then SetActions.delete(store, set, entries)
+          when "kill" then (set == :dead) ? halt(400) : SetActions.kill(store, set, entries)
           else halt(400, "unknown action")
           end
           redirect("/#{route_params["set"]}")
@@ -165,21 +165,8 @@ module Jiggler
       def self.enqueue_all(store, set)
         loop do
           entries = store.set_entries(set, limit: 100).filter_map { |payload, score| Entry.new(payload, score).then { |entry| [score, entry.jid] if entry.jid } }
-          break if entries.empty? || enqueue(store, set, entries).zero?
+          break if entries.empty? || SetActions.run(store, set, entries).zero?
         end
-      end
-
-      # Moves entries of a set to their queues now, where JobRules.due sends them. @returns [Integer] how many moved.
-      def self.enqueue(store, set, entries, now: Time.now.to_f)
-        store.enqueue_set_entries(set, entries, now: now) { |from, payload| JobRules.due(from, payload, now) }
-      end
-
-      # The payloads of entries of a set, as they are before an action changes them.
-      def self.payloads(store, set, entries) = entries.filter_map { |score, jid| store.set_entry(set, score, jid) }
-
-      # Moves entries of a set to the dead set, stamped by JobRules.killed. @returns [Integer] how many moved.
-      def self.kill(store, set, entries, now: Time.now.to_f)
-        store.kill_set_entries(set, entries, now: now) { |payload| JobRules.killed(payload, now) }
       end
     end
   end
