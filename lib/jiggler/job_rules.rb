@@ -18,6 +18,9 @@ module Jiggler
     # The payload field that marks a suspect: a job held by a process that died holding several jobs. A suspect runs
     # only alone in its process (Server::Fetcher), so that a death while it runs is its own.
     SUSPECT = "suspect"
+    # The payload field that counts a job's deaths beside other jobs, pinned on none yet. They are added to its crashes
+    # when it kills its process alone: the job that did so is what ended those processes too.
+    DEATHS_BESIDE = "deaths_beside"
     BACKTRACE_LINES = 20
     MESSAGE_LIMIT = 2_000
 
@@ -50,21 +53,24 @@ module Jiggler
       Destination.new(DEFAULT_QUEUE, payload, nil)
     end
 
-    # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Poison
-    # jobs"). A process that held one job pins the crash on it. A process that held several says nothing certain of
-    # any (which one ran what killed it is unknown, and some had not started), so none gets a crash: each goes back
-    # as a suspect, which from then on runs only alone in its process, so that its next death is pinned on it. A job
-    # with `max_crashes` crashes is poisoned: it goes to the dead set. (Knowing which jobs had started would take a
-    # store write before each job, which the per-job budget does not allow.)
+    # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Jobs that
+    # kill their process"). A process that held several jobs says nothing certain of any (which one ran what killed it
+    # is unknown, and some had not started), so none gets a crash: each goes back as a suspect, with that death noted
+    # as one beside others, and from then on runs only alone in its process. A process that held one job pins the
+    # crash on it, and with it every death beside others it was held in, which it now explains. A job with
+    # `max_crashes` crashes is poisoned: it goes to the dead set. So a killer is dead after `max_crashes` deliveries
+    # however its first death came, and a job that never dies alone never gets a crash. (Knowing which jobs had
+    # started would take a store write before each job, which the per-job budget does not allow.)
     # @parameter held [Array(Store::Fetched)] what the process held.
     # @returns [Death]
     def death(held, max_crashes)
       held.each_with_object(Death.new([], [], [])) do |fetched, death|
         job = Payload.load(fetched.payload)
         if held.size == 1
-          job["crashes"] = count(job["crashes"]) + 1
+          job["crashes"] = count(job["crashes"]) + 1 + count(job.delete(DEATHS_BESIDE))
         else
           job[SUSPECT] = true
+          job[DEATHS_BESIDE] = count(job[DEATHS_BESIDE]) + 1
         end
         if count(job["crashes"]) >= max_crashes
           death.poisoned << [fetched, job]
@@ -74,6 +80,13 @@ module Jiggler
       rescue => error # unreadable, or a payload whose fields jiggler cannot use
         death.unreadable << [fetched, error]
       end
+    end
+
+    # Clears a job of suspicion: it failed with an error running alone, so it does not kill its process.
+    def cleared(job)
+      job.delete(SUSPECT)
+      job.delete(DEATHS_BESIDE)
+      job
     end
 
     # Whether a parsed payload is a suspect, to run only alone.

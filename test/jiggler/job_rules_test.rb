@@ -45,8 +45,18 @@ describe Jiggler::JobRules do
 
     it "makes suspects of the jobs a process held together, without a crash" do
       death = Jiggler::JobRules.death(held(job, job(crashes: 2)), 3)
-      assert_equal [[nil, true], [2, true]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+      assert_equal [[nil, true, 1], [2, true, 1]],
+        death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
       assert_empty death.poisoned
+    end
+
+    it "pins a suspect's deaths beside other jobs on it when it dies alone" do
+      suspect = job(suspect: true, deaths_beside: 1)
+      death = Jiggler::JobRules.death(held(suspect), 3)
+      assert_equal [[2, true, nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
+      # One death beside others and two alone: the killer is dead at its third delivery, as max_crashes says.
+      death = Jiggler::JobRules.death(held(death.requeued.first.payload), 3)
+      assert_equal [3], death.poisoned.map { |_, poisoned| poisoned["crashes"] }
     end
 
     it "poisons a job at max_crashes, and sets unreadable ones apart" do

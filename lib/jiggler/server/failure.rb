@@ -22,7 +22,7 @@ module Jiggler
       def record(fetched, job, error, now)
         attempt = JobRules.count(job["attempt"]) + 1
         JobRules.describe(job, error, attempt, now)
-        job.delete(JobRules::SUSPECT) # it failed running alone without killing its process
+        JobRules.cleared(job) # it failed running alone without killing its process
         retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
         return dead(fetched, job, now) if attempt > retries
         Store::Failed.new(fetched: fetched, set: :retry, at: now + delay(attempt), payload: Payload.dump(job))
