@@ -71,8 +71,11 @@ module Jiggler
       end
 
       def perform(fetched, job)
-        started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
-        @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
+        # The level is read once per job: each read costs a Logger lookup of its level override (logger >= 1.6).
+        if (debug = @logger.debug?)
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          @logger.debug("start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}")
+        end
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
         klass, method, arity, ttl = @classes[name] ||= resolve(name)
@@ -89,7 +92,7 @@ module Jiggler
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job, limits) if limits && @gate
-        @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
+        @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms") if debug
         nil
       rescue Async::Stop => error
         # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). An
