@@ -76,8 +76,8 @@ module Jiggler
       end
 
       # Releases what poison jobs hold: a dead job never runs again. A lock held until the job started is released too,
-      # the job may have died before it started; each store step frees only what that jid holds, so a lock or slot
-      # taken by another job since, or a move another reaper made first, is left alone.
+      # as the job may have died before it started. Each store step frees only what that jid holds, so a lock or slot
+      # another job took since is left alone, and freeing twice (reapers racing) changes nothing.
       def free(poisoned)
         poisoned.each do |_fetched, job|
           UniqueJob.release(@store, job, :deleted) if job["unique"]
