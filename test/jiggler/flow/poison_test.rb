@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/store_target"
 require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
@@ -11,9 +10,7 @@ require_relative "../../fixtures/flow_jobs"
 StoreTarget.describe_each("poison jobs with flow options") do
   include FlowServers
 
-  def env = @env ||= ((target_name == "sqlite") ? sqlite_env : {}).merge("FLOW_RECOVERY_TIMEOUT" => "2", "FLOW_MAX_CRASHES" => "1")
-
-  def flow_store = @sqlite || store
+  def env = @env ||= target_env.merge("FLOW_RECOVERY_TIMEOUT" => "2", "FLOW_MAX_CRASHES" => "1")
 
   def locked_runs = File.exist?(@record) ? File.readlines(@record).count { |line| line.start_with?("locked ") } : 0
 
@@ -22,11 +19,11 @@ StoreTarget.describe_each("poison jobs with flow options") do
     jid = LockedSlowJob.enqueue(60)
     wait_for(message: "the job to start") { locked_runs == 1 }
     assert LockedSlowJob.enqueue(0), "other arguments, another lock"
-    wait_for(message: "the second job to wait for the slot") { flow_store.waiting_counts["default"] == 1 }
+    wait_for(message: "the second job to wait for the slot") { target_store.waiting_counts["default"] == 1 }
     doomed.signal("KILL")
     start_flow(env)
-    wait_for(timeout: 15, message: "the poison job in the dead set") { flow_store.set_entries(:dead).any? { |payload, _| payload.include?(jid) } }
-    assert_nil flow_store.lock_holder(Jiggler::UniqueJob.lock_key("LockedSlowJob", [60], LockedSlowJob.job_options[:unique]))
+    wait_for(timeout: 15, message: "the poison job in the dead set") { target_store.set_entries(:dead).any? { |payload, _| payload.include?(jid) } }
+    assert_nil target_store.lock_holder(Jiggler::UniqueJob.lock_key("LockedSlowJob", [60], LockedSlowJob.job_options[:unique]))
     wait_for(timeout: 5, message: "the waiting job to run (its slot's ttl is 120 s)") { locked_runs == 2 }
   end
 end
