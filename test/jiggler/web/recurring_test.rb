@@ -48,6 +48,7 @@ describe "Jiggler::Web recurring page" do
   end
 
   it "runs a task now through the client middleware, as its ticks are" do
+    RecurringWebTest::SEEN.clear
     Jiggler.configure { |config| config.client_middleware { |chain| chain.add(RecurringWebTest::Tag) } }
     save("hourly", {"schedule" => "0 * * * *", "args" => [7]})
     post_form "/recurring/hourly/run", from: "/recurring"
