@@ -111,7 +111,8 @@ module Jiggler
       # The recurring tasks' loop; loaded (with fugit) only by a server that has tasks.
       def cron(config, logger)
         require_relative "cron"
-        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger)
+        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval],
+          logger: logger, middleware: config.client_middleware)
       end
 
       def batcher(config, logger)
