@@ -79,10 +79,12 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       GateTest::OneAtOnceJob.enqueue
       work(workers, fetch(reliable: false))
       fetcher.stop(1)
+      metrics.hand_over
       assert_equal [{}, 0], [metrics.take, Jiggler.store.counts[:processed]]
       free_slot
       work(workers, fetch(reliable: false))
       fetcher.stop(1)
+      metrics.hand_over
       assert_equal [{GateTest::KEY => 1}, 1], [metrics.take.transform_values(&:processed), Jiggler.store.counts[:processed]]
     end
   end
