@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 6
+      VERSION = 7
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -73,7 +73,7 @@ module Jiggler
         # last tick claimed, the last run and whether they are disabled. Unique jobs' locks: the jid holding each.
         # Concurrency limits: the slots held per key, the keys with jobs waiting, and each waiting job's key. Rate
         # limits: each key's starts in the last period, and its plan (starts and reservations of waiting jobs).
-        6 => <<~SQL
+        6 => <<~SQL,
           CREATE TABLE recurring_tasks (
             name TEXT PRIMARY KEY,
             definition TEXT,
@@ -88,6 +88,11 @@ module Jiggler
           CREATE INDEX jobs_waiting ON jobs (waiting_key, run_at, id) WHERE waiting_key IS NOT NULL;
           CREATE TABLE rate_starts (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
           CREATE TABLE rate_plan (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
+        SQL
+        # Rate limits read a key's starts and plan by time: without these, each check scanned all of the key's rows.
+        7 => <<~SQL
+          CREATE INDEX rate_starts_by_time ON rate_starts (key, at);
+          CREATE INDEX rate_plan_by_time ON rate_plan (key, at);
         SQL
       }.freeze
 
