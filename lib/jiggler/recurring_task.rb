@@ -19,6 +19,7 @@ module Jiggler
   # Without a zone, times are the server's local time (TZ). A tick is the epoch second a schedule fires at.
   class RecurringTask
     KEYS = %w[class args queue schedule description].freeze
+    DEFAULT_SETTINGS = Job::Options::DEFAULTS.compact.transform_keys(&:to_s).freeze
     REFUSED = {
       "command" => "jiggler enqueues job classes: put the code in a job's perform and name its class",
       "priority" => "jiggler orders work by queue: set queue instead"
@@ -37,10 +38,9 @@ module Jiggler
     end
 
     # Reads back what `to_h` wrote (what the dashboard finds in the store).
-    # @returns [Array(RecurringTask, Hash)] the task and its job class's options.
+    # @returns [Array(RecurringTask, Hash)] the task and its job's settings (see `job_settings`).
     def self.from_h(name, hash)
-      options = hash.fetch("job", {}).to_h { |key, value| [key.to_sym, value] }
-      [new(name, hash.except("job")), Job::Options::DEFAULTS.merge(options)]
+      [new(name, hash.except("job")), DEFAULT_SETTINGS.merge(hash.fetch("job", {}))]
     end
 
     def initialize(name, settings)
@@ -64,18 +64,21 @@ module Jiggler
     def tick_after(now) = @cron.next_time(::Time.at(now)).to_i
 
     # Enqueues the job for a tick, through the client middleware as every enqueue goes (Client): the chain may change
-    # the job or stop it, and its innermost step is the store's atomic claim of the tick and push of the job. So a
-    # server that loses the claim runs the chain too; there `yield` returns false (it returns whether the job was
-    # written).
+    # the job or stop it, and its innermost step is the store's atomic claim of the tick and push of the job (with
+    # its lock, for a unique class). So a server that loses the claim runs the chain too; there `yield` returns false
+    # (it returns whether the job was written).
     # @parameter store [Store::Redis | Store::SQLite]
-    # @parameter options [Hash] the job class's options (queue:, retries:, retry_queue:).
+    # @parameter settings [Hash] the job's settings (see `job_settings`).
     # @parameter tick [Integer | Nil] the tick it is enqueued for; nil for a run asked for by hand.
     # @parameter middleware [Middleware::Chain] the client middleware.
-    # @returns [Boolean] whether the job was pushed (false: the tick was claimed already, the task is disabled, or a
-    #   middleware stopped it).
-    def enqueue(store, options, tick, middleware:, now: ::Time.now.to_f)
-      job = fields(options, tick, now)
-      write = -> { store.enqueue_recurring(@name, tick, job["queue"], Payload.dump(job), now: now) }
+    # @returns [Boolean | Nil] whether the job was pushed (false: the tick was claimed already, the task is disabled,
+    #   or a middleware stopped it; nil: the job of a unique class was not pushed because its lock is held).
+    def enqueue(store, settings, tick, middleware:, now: ::Time.now.to_f)
+      job = fields(settings, tick, now)
+      write = lambda do
+        unique = [job["unique"]["lock"], job["jid"], settings.dig("unique", "ttl") || UniqueJob::DEFAULTS[:ttl]] if job["unique"].is_a?(Hash)
+        store.enqueue_recurring(@name, tick, job["queue"], Payload.dump(job), now: now, unique: unique)
+      end
       return write.call if middleware.empty?
       pushed = false
       middleware.invoke(job, job["queue"]) { pushed = write.call }
@@ -83,27 +86,47 @@ module Jiggler
     end
 
     # The job's payload, as a client would write it, marked with the task and its tick.
+    # @parameter settings [Hash] the job's settings (see `job_settings`).
     # @returns [String] JSON.
-    def payload(options, tick, now: ::Time.now.to_f) = Payload.dump(fields(options, tick, now))
+    def payload(settings, tick, now: ::Time.now.to_f) = Payload.dump(fields(settings, tick, now))
 
-    # The queue the job goes to: the task's, else the class's.
-    def queue_for(options) = @queue || options[:queue]
+    # The queue the job goes to: the task's, else the class's. @parameter settings [Hash] see `job_settings`.
+    def queue_for(settings) = @queue || settings["queue"]
 
-    # The settings, with the job class's options, as stored for the dashboard (which may not load the class).
+    # What this task's jobs take from their class's options, worked out once since the arguments are fixed: queue,
+    # retries, retry_queue, the "limits" field of a limited class and the lock of a unique one (its name, `until` and
+    # ttl). JSON-ready: servers store it with the task, so the dashboard's Run now honours the class's limits and
+    # lock without loading the class.
     # @parameter options [Hash] the job class's options.
     # @returns [Hash(String, Object)]
-    def to_h(options)
-      job = options.slice(:queue, :retries, :retry_queue).compact.transform_keys(&:to_s)
-      {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description, "job" => job}.compact
+    # @raises [Config::InvalidError] when the class's key for its lock or limit fails on the task's arguments.
+    def job_settings(options)
+      settings = options.slice(:queue, :retries, :retry_queue).compact.transform_keys(&:to_s)
+      settings["limits"] = LimitedJob.field(@job, @args, options) if options[:concurrency] || options[:rate]
+      if (unique = options[:unique])
+        settings["unique"] = {"lock" => UniqueJob.lock_key(@job, @args, unique), "until" => unique[:until].to_s, "ttl" => unique[:ttl]}
+      end
+      settings
+    rescue => error # the user's key Proc
+      invalid!("has arguments its class's key cannot read: #{error.class}: #{error.message.lines.first&.strip}")
+    end
+
+    # The settings as stored for the dashboard (which may not load the class).
+    # @parameter settings [Hash] the job's settings (see `job_settings`).
+    # @returns [Hash(String, Object)]
+    def to_h(settings)
+      {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description, "job" => settings}.compact
     end
 
     private
 
-    # The job as a payload Hash (see `payload`).
-    def fields(options, tick, now)
-      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(options),
-                "retries" => options[:retries], "created_at" => now}
-      fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+    # The job as a payload Hash (see `payload`), with the "limits" and "unique" fields a client would write.
+    def fields(settings, tick, now)
+      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(settings),
+                "retries" => settings["retries"], "created_at" => now}
+      fields["retry_queue"] = settings["retry_queue"] if settings["retry_queue"]
+      fields["limits"] = settings["limits"] if settings["limits"]
+      fields["unique"] = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
       fields["enqueued_at"] = now
       fields["recurring"] = {"task" => @name, "tick" => tick}
       fields

@@ -2,6 +2,8 @@
 
 require "test_helper"
 require "tmpdir"
+require "json"
+require "jiggler/client"
 require "jiggler/recurring_task"
 require "jiggler/config/recurring_file"
 
@@ -30,10 +32,26 @@ describe Jiggler::RecurringTask do
   end
 
   it "writes a payload for the class's queue unless the task names one, marked with its task and tick" do
-    payload = Jiggler::Payload.load(task(args: [7]).payload({queue: "low", retries: 2}, 60))
+    payload = Jiggler::Payload.load(task(args: [7]).payload({"queue" => "low", "retries" => 2}, 60))
     assert_equal({"task" => "report", "tick" => 60}, payload["recurring"])
     assert_equal ["TickJob", [7], "low", 2], payload.values_at("name", "args", "queue", "retries")
-    assert_equal "mail", Jiggler::Payload.load(task(queue: "mail").payload({queue: "low", retries: 2}, nil))["queue"]
+    assert_equal "mail", Jiggler::Payload.load(task(queue: "mail").payload({"queue" => "low", "retries" => 2}, nil))["queue"]
+  end
+
+  it "works out once the limits and the lock its class's options give its fixed arguments, as a client would" do
+    options = Jiggler::Job::Options.merge(Jiggler::Job::Options::DEFAULTS, {
+      unique: {until: :started, key: ->(account, _) { account }}, concurrency: {limit: 2, key: ->(account, _) { account }}, rate: {limit: 5}
+    })
+    settings = task(args: ["acme", 1]).job_settings(options)
+    client = Jiggler::Client.new(nil).build("TickJob", [["acme", 1]], options, nil).first
+    assert_equal client["limits"], settings["limits"]
+    assert_equal({"lock" => "TickJob:acme", "until" => "started", "ttl" => 3600}, settings["unique"])
+    read, stored = Jiggler::RecurringTask.from_h("report", JSON.parse(JSON.generate(task(args: ["acme", 1]).to_h(settings))))
+    payload = Jiggler::Payload.load(read.payload(stored, 60))
+    assert_equal [client["limits"], {"lock" => "TickJob:acme", "until" => "started"}, "default", 25], payload.values_at("limits", "unique", "queue", "retries")
+    assert_equal ["default", 25], Jiggler::RecurringTask.from_h("report", {"class" => "TickJob", "schedule" => "every minute"}).last.values_at("queue", "retries")
+    failing = Jiggler::Job::Options.merge(Jiggler::Job::Options::DEFAULTS, {unique: {key: ->(account) { account.fetch(:id) }}})
+    assert_match(/"report" has arguments its class's key cannot read: NoMethodError/, assert_raises(Jiggler::Config::InvalidError) { task(args: [1]).job_settings(failing) }.message)
   end
 
   it "refuses bad settings with the task's name and the reason" do

@@ -860,6 +860,22 @@ module StoreContract
         assert_equal({"default" => 2}, subject.queue_sizes)
       end
 
+      it "takes a unique job's lock with the tick's claim; while another job holds it, claims the tick and pushes nothing" do
+        lock = ["RecordJob:a", "j2", 60]
+        subject.save_recurring({"report" => "{}"})
+        assert subject.enqueue_unique("RecordJob:a", "j1", 60, queue: "default", payload: job)
+        assert_nil subject.enqueue_recurring("report", 100, "default", job, now: 100.5, unique: lock)
+        refute subject.enqueue_recurring("report", 100, "default", job, unique: lock), "the tick stays claimed"
+        assert_nil subject.enqueue_recurring("report", nil, "default", job, unique: lock), "nor by hand"
+        assert_equal [["report", "{}", nil, true]], subject.recurring_tasks, "no run is recorded"
+        assert_equal "j1", subject.lock_holder("RecordJob:a")
+        assert subject.unlock("RecordJob:a", "j1")
+        assert subject.enqueue_recurring("report", 101, "default", job, now: 101.5, unique: ["RecordJob:a", "j3", 60])
+        assert_equal ["j3", {"default" => 2}], [subject.lock_holder("RecordJob:a"), subject.queue_sizes]
+        assert_nil subject.enqueue_recurring("report", 102, "default", job, unique: ["RecordJob:a", "j4", 60])
+        assert_equal [["report", "{}", 101.5, true]], subject.recurring_tasks
+      end
+
       it "lists the tasks last saved, with their last run, and forgets the others" do
         subject.save_recurring({"a" => "{}", "b" => "{}"})
         subject.enqueue_recurring("b", 100, "default", job, now: 100.5)

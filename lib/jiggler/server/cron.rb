@@ -25,7 +25,8 @@ module Jiggler
         @store = store
         @middleware = middleware
         @tasks = tasks.values
-        @options = @tasks.to_h { |task| [task.name, Cron.job_options(task)] }
+        # Each task's job settings, its class's limits and lock included, worked out once: the arguments are fixed.
+        @settings = @tasks.to_h { |task| [task.name, task.job_settings(Cron.job_options(task))] }
         @seen = {} # the last tick each task was looked at for, so that each is asked for once per server
         @catch_up = missed == :run_once
         @logger = logger
@@ -44,7 +45,7 @@ module Jiggler
       # Records the tasks for the dashboard, then starts the loop.
       # @parameter parent [Async::Task]
       def start(parent:)
-        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h(@options[task.name]))] })
+        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h(@settings[task.name]))] })
         @periodic.start(parent: parent)
       end
 
@@ -64,8 +65,10 @@ module Jiggler
       def claim(task, tick, now)
         return if @seen[task.name]&.>=(tick)
         if now - tick <= LATE || (@catch_up && !@seen.key?(task.name))
-          enqueued = task.enqueue(@store, @options[task.name], tick, middleware: @middleware, now: now)
+          enqueued = task.enqueue(@store, @settings[task.name], tick, middleware: @middleware, now: now)
           @logger.debug { "cron: #{task.name} enqueued for #{Time.at(tick)}" } if enqueued
+          # A unique class's job still queued or running holds the lock: the tick is claimed, its run skipped.
+          @logger.info { "cron: #{task.name} skipped #{Time.at(tick)}: its unique job is still queued or running" } if enqueued.nil?
         end
         @seen[task.name] = tick # after the store answered: a failed claim is asked again on the next look
       end

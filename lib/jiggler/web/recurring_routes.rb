@@ -10,7 +10,7 @@ module Jiggler
     # so the dashboard needs neither the app's job classes nor its recurring.yml.
     module RecurringRoutes
       # A task as the page shows it.
-      Row = Struct.new(:name, :task, :options, :last_run, :enabled, :error, keyword_init: true) do
+      Row = Struct.new(:name, :task, :settings, :last_run, :enabled, :error, keyword_init: true) do
         # The next tick, or nil when the schedule cannot be read here.
         def next_run = task&.tick_after(Time.now.to_f)
       end
@@ -21,7 +21,8 @@ module Jiggler
         router.post("/recurring/:name/run") do
           row = RecurringRoutes.find(store, route_params["name"]) || not_found
           halt(400, "this task's settings cannot be read: #{row.error}") unless row.task
-          row.task.enqueue(store, row.options, nil, middleware: Jiggler.config.client_middleware)
+          pushed = row.task.enqueue(store, row.settings, nil, middleware: Jiggler.config.client_middleware)
+          halt(409, "not enqueued: this task's job is unique and one is still queued or running (lock #{row.settings.dig("unique", "lock")})") if pushed.nil?
           redirect("/recurring")
         end
         router.post("/recurring/:name/enable") { RecurringRoutes.enable(self, true) }
@@ -39,8 +40,8 @@ module Jiggler
       def self.find(store, name) = rows(store).find { |row| row.name == name }
 
       def self.row(name, json, last_run, enabled)
-        task, options = RecurringTask.from_h(name, JSON.parse(json))
-        Row.new(name: name, task: task, options: options, last_run: last_run, enabled: enabled)
+        task, settings = RecurringTask.from_h(name, JSON.parse(json))
+        Row.new(name: name, task: task, settings: settings, last_run: last_run, enabled: enabled)
       rescue JSON::ParserError, Config::InvalidError, TypeError, NoMethodError => error
         Row.new(name: name, last_run: last_run, enabled: enabled, error: error.message.lines.first.to_s.strip)
       end

@@ -57,6 +57,25 @@ describe "Jiggler::Web recurring page" do
     assert_equal "tagged", Jiggler::Payload.load(web_store.queue_entries("ticks").first)["tag"]
   end
 
+  it "runs a task now with the limits and the unique lock the server stored, and says so when the lock is taken" do
+    limits = {"concurrency" => {"key" => "TickJob:acme", "limit" => 1, "ttl" => 60}}
+    save("hourly", {"schedule" => "0 * * * *", "args" => ["acme"],
+                    "job" => {"queue" => "ticks", "retries" => 0, "limits" => limits, "unique" => {"lock" => "TickJob:acme", "until" => "finished", "ttl" => 60}}})
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_redirected_to "/recurring"
+    job = Jiggler::Payload.load(web_store.queue_entries("ticks").first)
+    assert_equal [limits, {"lock" => "TickJob:acme", "until" => "finished"}], job.values_at("limits", "unique")
+    assert_equal job["jid"], web_store.lock_holder("TickJob:acme")
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_equal 409, last_response.status
+    assert_includes body, "not enqueued: this task's job is unique and one is still queued or running (lock TickJob:acme)"
+    assert_equal({"ticks" => 1}, web_store.queue_sizes)
+    assert web_store.unlock("TickJob:acme", job["jid"])
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_redirected_to "/recurring"
+    assert_equal({"ticks" => 2}, web_store.queue_sizes)
+  end
+
   it "disables and enables a task for every server" do
     save("hourly", {"schedule" => "0 * * * *"})
     post_form "/recurring/hourly/disable", from: "/recurring"

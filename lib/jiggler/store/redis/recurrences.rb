@@ -35,13 +35,20 @@ module Jiggler
           definitions.sort.map { |name, json| [name, json, runs[name]&.to_f, !disabled.include?(name)] }
         end
 
-        # Claims a task's tick and pushes its job, in one step.
+        # Claims a task's tick and pushes its job, in one step; a unique job takes its lock in that step too.
         # @parameter tick [Integer] epoch seconds; nil runs the job now, whatever the tick and the task's state.
-        # @returns [Boolean] whether the job was pushed: false when the task is disabled or the tick already claimed.
-        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f)
+        # @parameter unique [Array(String, String, Numeric) | Nil] a unique job's lock name, jid and ttl (seconds).
+        # @returns [Boolean | Nil] whether the job was pushed: false when the task is disabled or the tick already
+        #   claimed; nil when the tick was claimed but another job holds the lock.
+        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f, unique: nil)
           keys = [recurring_key("ticks"), recurring_key("runs"), recurring_key("disabled"), @keys.queue(queue), @keys.queues]
           argv = [task, tick.to_s, now, queue, @keys.wake, payload]
-          with { |redis| RECURRING.call(redis, keys, argv) } == 1
+          if unique
+            lock, jid, ttl = unique
+            keys << unique_key(lock)
+            argv.push(jid, (ttl * 1000).ceil)
+          end
+          {1 => true, 2 => nil}.fetch(with { |redis| RECURRING.call(redis, keys, argv) }, false)
         end
 
         # Turns a task's ticks on or off for every server.

@@ -28,10 +28,12 @@ module Jiggler
           end
         end
 
-        # Claims a task's tick and pushes its job, in one transaction.
+        # Claims a task's tick and pushes its job, in one transaction; a unique job takes its lock in it too.
         # @parameter tick [Integer] epoch seconds; nil runs the job now, whatever the tick and the task's state.
-        # @returns [Boolean] whether the job was pushed: false when the task is disabled or the tick already claimed.
-        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f)
+        # @parameter unique [Array(String, String, Numeric) | Nil] a unique job's lock name, jid and ttl (seconds).
+        # @returns [Boolean | Nil] whether the job was pushed: false when the task is disabled or the tick already
+        #   claimed; nil when the tick was claimed but another job holds the lock.
+        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f, unique: nil)
           write do |queue_db|
             db = queue_db.db
             db.execute("INSERT OR IGNORE INTO recurring_tasks (name) VALUES (?)", [task])
@@ -39,6 +41,7 @@ module Jiggler
               db.execute("UPDATE recurring_tasks SET tick = ? WHERE name = ? AND disabled = 0 AND (tick IS NULL OR tick < ?)", [tick, task, tick])
               next false if db.changes.zero?
             end
+            next nil if unique && !take_lock(db, *unique, Time.now.to_f) # the claim stays: the tick is done
             db.execute("UPDATE recurring_tasks SET last_run = ? WHERE name = ?", [now, task])
             ids = insert(queue_db, "queued", [[queue, now, payload]], "enqueued")
             queue_db.add_event(ids.first, {"type" => "recurring", "task" => task, "tick" => tick}, at: now)

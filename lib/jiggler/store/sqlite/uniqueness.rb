@@ -13,10 +13,7 @@ module Jiggler
         def enqueue_unique(lock, jid, ttl, queue:, payload:, at: nil)
           now = Time.now.to_f
           write do |queue_db|
-            db = queue_db.db
-            db.execute("DELETE FROM unique_locks WHERE lock = ? AND expires_at <= ?", [lock, now])
-            db.execute("INSERT OR IGNORE INTO unique_locks (lock, jid, expires_at) VALUES (?, ?, ?)", [lock, jid, now + ttl])
-            next false if db.changes.zero?
+            next false unless take_lock(queue_db.db, lock, jid, ttl, now)
             at ? schedule([[at, payload]]) : push(queue, [payload])
             true
           end
@@ -33,6 +30,16 @@ module Jiggler
         # The jid of the job holding a lock. @returns [String | Nil]
         def lock_holder(lock)
           with { |db| db.get_first_value("SELECT jid FROM unique_locks WHERE lock = ? AND expires_at > ?", [lock, Time.now.to_f]) }
+        end
+
+        private
+
+        # Takes a lock for `jid` unless a live one exists (an expired one is dropped first), within the caller's
+        # transaction. @returns [Boolean] whether it was taken.
+        def take_lock(db, lock, jid, ttl, now)
+          db.execute("DELETE FROM unique_locks WHERE lock = ? AND expires_at <= ?", [lock, now])
+          db.execute("INSERT OR IGNORE INTO unique_locks (lock, jid, expires_at) VALUES (?, ?, ?)", [lock, jid, now + ttl])
+          db.changes == 1
         end
       end
     end
