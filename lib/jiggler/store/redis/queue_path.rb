@@ -48,6 +48,29 @@ module Jiggler
           fetched(with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) })
         end
 
+        # Waits up to `timeout` seconds for a job in `queue`, then takes up to `limit` jobs as `fetch` does, recorded
+        # in flight, in the same round trip: `BLMOVE queue queue LEFT LEFT` returns as soon as the queue holds a job and
+        # leaves it as it was, and the fetch script, sent behind it on the same connection, runs right after it. A
+        # wait cut short (its task stopped) leaves replies unread, so redis-client drops that connection.
+        # @parameter process [String] the fetching process's id.
+        # @parameter queue [String] the one queue to wait on.
+        # @returns [Array(Fetched) | Nil] nil when no job came in time.
+        def fetch_when_pushed(process, queue, limit:, timeout:)
+          keys = [@keys.in_flight(process), @keys.processed, @keys.paused, @keys.queue(queue)]
+          token = @tokens[process]
+          @tokens[process] = token + limit # spent before the call, as in `fetch`
+          argv = [limit, token, 1, 0, queue]
+          with do |redis|
+            woken, taken = redis.pipelined(exception: false) do |pipeline|
+              pipeline.blocking_call(timeout, "BLMOVE", keys.last, keys.last, "LEFT", "LEFT", timeout)
+              pipeline.call_v(SCRIPTS[:fetch].command(keys, argv))
+            end
+            raise woken if woken.is_a?(::RedisClient::Error)
+            taken = SCRIPTS[:fetch].rerun(redis, keys, argv, taken) if taken.is_a?(::RedisClient::Error)
+            (woken || taken.any?) ? fetched(taken) : nil
+          end
+        end
+
         # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
         # @parameter failures [Array(Failed)]
         # @parameter dead_cutoff [Float] dead jobs older than this epoch time are dropped.
