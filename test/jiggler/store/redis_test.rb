@@ -76,6 +76,29 @@ describe Jiggler::Store::Redis do
     end
   end
 
+  describe "single pushes" do
+    def evalsha_calls = redis.call("INFO", "commandstats")[/cmdstat_evalsha:calls=(\d+)/, 1].to_i
+
+    it "writes one job into a queue holding a backlog with a bare LPUSH" do
+      12.times { subject.push("default", [job]) }
+      before = evalsha_calls
+      5.times { subject.push("default", [job]) }
+      assert_equal [before, {"default" => 17}], [evalsha_calls, subject.queue_sizes]
+    end
+
+    it "registers the queue and wakes idle servers when the queue it took for a backlog was emptied meanwhile" do
+      12.times { subject.push("default", [job]) }
+      subject.clear_queue("default")
+      listener = Jiggler::Store.dedicated(Jiggler.config)
+      assert_nil listener.wait_for_wake(0.01) # subscribed, nothing announced yet
+      subject.push("default", [job(args: ["after"])])
+      assert_equal :queues, listener.wait_for_wake(1)
+      assert_equal({"default" => 1}, subject.queue_sizes)
+    ensure
+      listener&.close
+    end
+  end
+
   describe "concurrent schedulers" do
     it "move each due job once" do
       subject.schedule(Array.new(500) { [now - 1, job] })
