@@ -50,6 +50,15 @@ module Jiggler
       field
     end
 
+    # Frees a job's concurrency slot, so the oldest job waiting for one of its key runs next.
+    # @parameter store [Store::Redis | Store::SQLite]
+    # @parameter job [Hash] a parsed payload; one without a concurrency limit holds no slot.
+    def release(store, job)
+      slot = job["limits"]["concurrency"] if job["limits"].is_a?(Hash)
+      return unless slot.is_a?(Hash)
+      store.release_slot(slot["key"].to_s, job["jid"].to_s, limit: slot["limit"].to_i, ttl: slot["ttl"].to_f)
+    end
+
     def key(name, args, options) = options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
 
     def read(option, value, defaults)

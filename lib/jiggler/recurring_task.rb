@@ -63,18 +63,28 @@ module Jiggler
     # The first tick after `now`. @returns [Integer] epoch seconds.
     def tick_after(now) = @cron.next_time(::Time.at(now)).to_i
 
-    # The job's payload, as a client would write it, marked with the task and its tick.
+    # Enqueues the job for a tick, through the client middleware as every enqueue goes (Client): the chain may change
+    # the job or stop it, and its innermost step is the store's atomic claim of the tick and push of the job. So a
+    # server that loses the claim runs the chain too; there `yield` returns false (it returns whether the job was
+    # written).
+    # @parameter store [Store::Redis | Store::SQLite]
     # @parameter options [Hash] the job class's options (queue:, retries:, retry_queue:).
     # @parameter tick [Integer | Nil] the tick it is enqueued for; nil for a run asked for by hand.
-    # @returns [String] JSON.
-    def payload(options, tick, now: ::Time.now.to_f)
-      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(options),
-                "retries" => options[:retries], "created_at" => now}
-      fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
-      fields["enqueued_at"] = now
-      fields["recurring"] = {"task" => @name, "tick" => tick}
-      Payload.dump(fields)
+    # @parameter middleware [Middleware::Chain] the client middleware.
+    # @returns [Boolean] whether the job was pushed (false: the tick was claimed already, the task is disabled, or a
+    #   middleware stopped it).
+    def enqueue(store, options, tick, middleware:, now: ::Time.now.to_f)
+      job = fields(options, tick, now)
+      write = -> { store.enqueue_recurring(@name, tick, job["queue"], Payload.dump(job), now: now) }
+      return write.call if middleware.empty?
+      pushed = false
+      middleware.invoke(job, job["queue"]) { pushed = write.call }
+      pushed
     end
+
+    # The job's payload, as a client would write it, marked with the task and its tick.
+    # @returns [String] JSON.
+    def payload(options, tick, now: ::Time.now.to_f) = Payload.dump(fields(options, tick, now))
 
     # The queue the job goes to: the task's, else the class's.
     def queue_for(options) = @queue || options[:queue]
@@ -88,6 +98,16 @@ module Jiggler
     end
 
     private
+
+    # The job as a payload Hash (see `payload`).
+    def fields(options, tick, now)
+      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(options),
+                "retries" => options[:retries], "created_at" => now}
+      fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+      fields["enqueued_at"] = now
+      fields["recurring"] = {"task" => @name, "tick" => tick}
+      fields
+    end
 
     def check_keys(settings)
       settings.each_key do |key|

@@ -107,6 +107,7 @@ describe "dashboard in a browser" do
       (0...40).step(3) do |ago|
         recorder = Jiggler::Metrics::Recorder.new
         (5 + ago % 7).times { |n| recorder.record(name, seconds * (1 + n * 0.05), n < failures && ago.even?) }
+        recorder.hand_over
         store.add_metrics(minute - ago, recorder.take, retention: 3_600)
       end
     end

@@ -3,6 +3,7 @@
 require "test_helper"
 require "async"
 require "jiggler/server/processor"
+require "jiggler/server/cron"
 require "jiggler/store/fetched"
 
 # Middleware for the client and server chains, as an app would write them.
@@ -80,6 +81,23 @@ describe "middleware" do
       assert_equal [true, false], MiddlewareTest::SEEN.map(&:last)
       assert_equal "acme", queued("other").first["tenant"]
       assert_equal 1, Jiggler.summary["scheduled_jobs_count"]
+    end
+
+    it "runs around a recurring task's tick, which a server's Cron enqueues, and can stop it" do
+      tasks = {"go" => ["r"], "stop" => ["skip"]}.to_h do |name, args|
+        [name, Jiggler::RecurringTask.build(name, {"class" => "MiddlewareTest::Work", "args" => args, "schedule" => "every second"})]
+      end
+      cron_store = Jiggler::Store.dedicated(Jiggler.config)
+      cron = Jiggler::Server::Cron.new(store: cron_store, tasks: tasks, missed: :skip, interval: 1, logger: Logger.new(File::NULL),
+        middleware: Jiggler.config.client_middleware)
+      Sync do |task|
+        cron.start(parent: task)
+        wait_for(message: "a tick") { queued.any? }
+        cron.stop
+      end
+      assert_equal [[["r"], "acme"]], queued.map { |job| job.values_at("args", "tenant") }.uniq
+      assert_equal [[:client, "MiddlewareTest::Work", "default", false]], MiddlewareTest::SEEN.uniq
+      assert_equal 2 * queued.size, MiddlewareTest::SEEN.size, "once per task and tick"
     end
   end
 

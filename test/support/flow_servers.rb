@@ -3,10 +3,12 @@
 require "tmpdir"
 require "fileutils"
 require "jiggler/store/sqlite"
+require_relative "store_target"
 
 # What the flow-control tests share: a directory of the test's own, `jiggler` servers that load
 # test/fixtures/flow_jobs.rb, the test's client pointed at an SQLite file there when a test runs on SQLite, and the
-# servers' logs shown when a test fails. Include it in a `describe` block.
+# servers' logs shown when a test fails. Include it in a block made by `StoreTarget.describe_each`, whose store
+# `target_env` and `target_store` name, or in a plain `describe` block (Redis, unless a test calls `sqlite_env`).
 module FlowServers
   FIXTURE = "./test/fixtures/flow_jobs.rb"
 
@@ -31,6 +33,13 @@ module FlowServers
     Jiggler.client = Jiggler::Client.new(@sqlite)
     {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}
   end
+
+  # The environment servers need to use the store of a block made by StoreTarget.describe_each, with this test's
+  # client pointed at it. @returns [Hash]
+  def target_env = (target_name == "sqlite") ? sqlite_env : {}
+
+  # The store this test's client writes to (the test's Redis namespace, or its SQLite file once `target_env` said so).
+  def target_store = @sqlite || store
 
   # Starts a server on the fixture with `env` (the record file's path added) and command-line flags; waits for its
   # start line unless told not.

@@ -973,6 +973,23 @@ module StoreContract
         assert_nil acquire(second, limit: 1)
         assert_equal({}, subject.waiting_counts)
       end
+
+      it "clears locks, slots, waiting jobs, rate windows and recurring claims on clear_all, keeping the tasks' settings" do
+        subject.push("default", [job(jid: "j0"), job(jid: "j1"), job(jid: "j2")])
+        first, second, third = fetch(limit: 3)
+        assert [acquire(first, limit: 1), !acquire(second, limit: 1), acquire_rate(third, limit: 1, period: 60)].all?
+        assert subject.enqueue_unique("RecordJob:a", "u1", 60, queue: "default", payload: job)
+        subject.save_recurring({"report" => "{}"})
+        assert subject.enqueue_recurring("report", 100, "default", job, now: 100.5)
+        subject.enable_recurring("report", false)
+        subject.clear_all
+        assert_equal [nil, {}, [["report", "{}", nil, true]]], [subject.lock_holder("RecordJob:a"), subject.waiting_counts, subject.recurring_tasks]
+        subject.push("default", [job(jid: "k0"), job(jid: "k1")])
+        slot, start = fetch(limit: 2)
+        assert acquire(slot, limit: 1), "the slot j0 held is free"
+        assert_equal true, acquire_rate(start, limit: 1, period: 60), "the rate window is empty"
+        assert subject.enqueue_recurring("report", 100, "default", job), "tick 100 can be claimed again"
+      end
     end
   end
 

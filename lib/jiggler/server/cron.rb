@@ -20,8 +20,10 @@ module Jiggler
       # @parameter tasks [Hash(String, RecurringTask)]
       # @parameter missed [Symbol] :skip or :run_once.
       # @parameter interval [Numeric] the longest wait between looks, so a changed clock is noticed.
-      def initialize(store:, tasks:, missed:, interval:, logger:)
+      # @parameter middleware [Middleware::Chain] the client middleware, which every enqueue goes through.
+      def initialize(store:, tasks:, missed:, interval:, logger:, middleware: Jiggler.config.client_middleware)
         @store = store
+        @middleware = middleware
         @tasks = tasks.values
         @options = @tasks.to_h { |task| [task.name, Cron.job_options(task)] }
         @seen = {} # the last tick each task was looked at for, so that each is asked for once per server
@@ -62,8 +64,7 @@ module Jiggler
       def claim(task, tick, now)
         return if @seen[task.name]&.>=(tick)
         if now - tick <= LATE || (@catch_up && !@seen.key?(task.name))
-          options = @options[task.name]
-          enqueued = @store.enqueue_recurring(task.name, tick, task.queue_for(options), task.payload(options, tick), now: now)
+          enqueued = task.enqueue(@store, @options[task.name], tick, middleware: @middleware, now: now)
           @logger.debug { "cron: #{task.name} enqueued for #{Time.at(tick)}" } if enqueued
         end
         @seen[task.name] = tick # after the store answered: a failed claim is asked again on the next look

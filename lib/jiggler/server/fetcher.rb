@@ -63,6 +63,14 @@ module Jiggler
         @changed.signal
       end
 
+      # Forgets a job the gate moved off flight to wait for its limit: it is not acknowledged, since its handle may
+      # name a new delivery by then (an SQLite row fetched again once its slot freed).
+      # @parameter fetched [Store::Fetched]
+      def moved(fetched)
+        @alone = nil if @alone.equal?(fetched)
+        @changed.signal
+      end
+
       # Holds a suspect the workers would not run beside other jobs, to run it alone.
       # @parameter fetched [Store::Fetched]
       def isolate(fetched)

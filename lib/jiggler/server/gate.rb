@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../limited_job"
+
 module Jiggler
   module Server
     # Lets a job of a class with a rate or concurrency limit (LimitedJob) start only within its key's budget and with
@@ -23,10 +25,8 @@ module Jiggler
       end
 
       # Gives the job's slot back, to the oldest job waiting for one.
-      def leave(job, limits)
-        slot = limits["concurrency"] or return
-        @store.call.release_slot(slot["key"].to_s, job["jid"].to_s, limit: slot["limit"].to_i, ttl: slot["ttl"].to_f)
-      end
+      # @parameter job [Hash] the parsed payload, with its "limits" field.
+      def leave(job) = LimitedJob.release(@store.call, job)
 
       private
 

@@ -32,7 +32,7 @@ module Jiggler
         @identity = Identity.new(config)
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
-        metrics = Metrics::Recorder.new if config[:metrics]
+        @metrics = metrics = Metrics::Recorder.new if config[:metrics]
         gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
           alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics, gate: gate)
@@ -46,6 +46,8 @@ module Jiggler
           @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger, closing: limits) { limits.promote_expired }
           @cron = cron(config, logger) if config[:recurring].any?
         end
+        # Worker fibers count runs without a lock; this hands the counts to the heartbeat thread.
+        @hand_over = Periodic.new("metrics", interval: Metrics::Recorder::HAND_OVER_INTERVAL, logger: logger) { metrics.hand_over } if metrics
         @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
@@ -66,6 +68,7 @@ module Jiggler
         @batcher&.start(parent: parent)
         @cron&.start(parent: parent)
         @limiter&.start(parent: parent)
+        @hand_over&.start(parent: parent)
         @reaper.start(parent: parent)
         @logger.info(started_message)
       end
@@ -88,6 +91,7 @@ module Jiggler
         @batcher&.stop
         @cron&.stop
         @limiter&.stop
+        @hand_over&.stop
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])
@@ -107,7 +111,8 @@ module Jiggler
       # The recurring tasks' loop; loaded (with fugit) only by a server that has tasks.
       def cron(config, logger)
         require_relative "cron"
-        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval], logger: logger)
+        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval],
+          logger: logger, middleware: config.client_middleware)
       end
 
       def batcher(config, logger)
@@ -121,10 +126,12 @@ module Jiggler
           return_jobs(unstarted)
         end
         @store.close
+        @metrics&.hand_over
         @heartbeat.stop(unregister: left.zero?)
         @logger.info("stopped: #{interrupted} jobs interrupted; unfinished jobs are back in their queues") if left.zero?
         left.zero?
       rescue => error
+        @metrics&.hand_over
         @heartbeat.stop(unregister: false)
         @logger.error("stopped, but unfinished jobs stay in flight until a live process's reaper returns them to their " \
           "queues: #{error.class}: #{error.message}")

@@ -25,6 +25,10 @@ module Jiggler
       # What `call` returns for a suspect (JobRules.suspect?) it did not run, since it may not run beside other jobs.
       SUSPECT = :suspect
 
+      # What `call` returns for a job the Gate moved off flight to wait for its slot or its rate's budget: it did not
+      # run, and it is no longer this delivery's to acknowledge (it may even be fetched again before the next ack).
+      WAITING = :waiting
+
       # @parameter logger [Logger]
       # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
@@ -47,8 +51,9 @@ module Jiggler
       end
 
       # @parameter fetched [Store::Fetched]
-      # @returns [Store::Failed | Nil | SUSPECT] nil when the job succeeded, else its failure record for Store#fail;
-      #   SUSPECT for a suspect that does not run alone, which the caller holds to run alone.
+      # @returns [Store::Failed | Nil | SUSPECT | WAITING] nil when the job succeeded, else its failure record for
+      #   Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone; WAITING for a
+      #   job that waits off the queue for its limit, which the caller must not acknowledge.
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
@@ -61,25 +66,29 @@ module Jiggler
 
       private
 
-      # Performs a job, counting its run, with its duration, when per-class metrics are on.
+      # Performs a job, counting its run, with its duration, when per-class metrics are on; a job that waits for its
+      # limit did not run, so it is not counted.
       def measured(fetched, job)
         return perform(fetched, job) unless @metrics
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
-        @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?)
+        @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?) unless failure.equal?(WAITING)
         failure
       end
 
       def perform(fetched, job)
-        started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if @logger.debug?
-        @logger.debug { "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}" }
+        # The level is read once per job: each read costs a Logger lookup of its level override (logger >= 1.6).
+        if (debug = @logger.debug?)
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          @logger.debug("start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}")
+        end
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
         klass, method, arity, ttl = @classes[name] ||= resolve(name)
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
-        return if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits) # waits off the queue
+        return WAITING if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits)
         release(job, :started) if job["unique"]
         value = if @middleware
           @middleware.invoke(instance, job, fetched.queue) { instance.public_send(method, *args) }
@@ -88,8 +97,8 @@ module Jiggler
         end
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
-        leave(job, limits) if limits && @gate
-        @logger.debug { "done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms" }
+        leave(job) if limits && @gate
+        @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms") if debug
         nil
       rescue Async::Stop => error
         # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). An
@@ -111,7 +120,7 @@ module Jiggler
         @handlers.failed(error, job, fetched.queue)
         @handlers.died(job, error) if dead
         release(job, :finished) if dead && job["unique"]
-        leave(job, job["limits"]) if job["limits"] && @gate
+        leave(job) if job["limits"] && @gate
         record
       rescue JSON::GeneratorError => problem
         unwritable(fetched, job, error, problem)
@@ -129,8 +138,8 @@ module Jiggler
       end
 
       # Gives a limited job's slot back; if the store fails, the slot's ttl frees it.
-      def leave(job, limits)
-        @gate.leave(job, limits)
+      def leave(job)
+        @gate.leave(job)
       rescue => error
         @logger.error("#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not be freed (its ttl will): #{error.message}")
       end

@@ -3,13 +3,16 @@
 require_relative "periodic"
 require_relative "failure"
 require_relative "../job_rules"
+require_relative "../unique_job"
+require_relative "../limited_job"
 
 module Jiggler
   module Server
     # Finds processes that died (their registration expired without a goodbye: kill -9, OOM, a lost host) and puts
     # the jobs they held in flight back at the head of their queues. JobRules.death decides what the death means for
     # each: a crash when the process held it alone, else suspicion (it runs alone next time); a job with
-    # `max_crashes` crashes is probably what kills its process, so it goes to the dead set instead.
+    # `max_crashes` crashes is probably what kills its process, so it goes to the dead set instead, giving back its
+    # unique lock and its concurrency slot at once (not when their ttl ends), as a job that dies running does.
     # Every live process runs a reaper; the store moves each job exactly once, whoever gets there first.
     class Reaper
       # Recorded on a job that was running alone in too many processes that died.
@@ -64,11 +67,25 @@ module Jiggler
         failures = death.poisoned.map { |fetched, job| Failure.kill(fetched, job, poison_error(job), now) } +
           death.unreadable.map { |fetched, error| Failure.malformed(fetched, error, now) }
         killed = failures.any? ? @store.fail(process, failures, reliable: true, dead_cutoff: now - @dead_timeout, dead_max: @dead_max) : 0
+        free(death.poisoned) if killed.positive?
         back = death.requeued.any? ? @store.requeue(process, death.requeued) : 0
         @store.forget(process)
         # Reapers of several processes may race for the same jobs; each reports only what it moved.
         log(process, back, killed) if (back + killed).positive?
         back + killed
+      end
+
+      # Releases what poison jobs hold: a dead job never runs again. A lock held until the job started is released too,
+      # as the job may have died before it started. Each store step frees only what that jid holds, so a lock or slot
+      # another job took since is left alone, and freeing twice (reapers racing) changes nothing.
+      def free(poisoned)
+        poisoned.each do |_fetched, job|
+          UniqueJob.release(@store, job, :deleted) if job["unique"]
+          LimitedJob.release(@store, job)
+        rescue => error
+          @logger.error("reaper: #{job["name"]} jid=#{job["jid"]} went to the dead set, but its lock or slot could not be " \
+            "freed (their ttl will): #{error.message}")
+        end
       end
 
       def poison_error(job)

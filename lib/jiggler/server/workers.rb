@@ -31,8 +31,9 @@ module Jiggler
 
       # Starts the worker fibers.
       # @parameter parent [Async::Task]
-      # @parameter reporter [#done, #isolate] told of every finished job as `done(fetched, failure_or_nil)`, and of a
-      #   suspect the processor would not run beside other jobs as `isolate(fetched)`.
+      # @parameter reporter [#done, #isolate, #moved] told of every finished job as `done(fetched, failure_or_nil)`, of a
+      #   suspect the processor would not run beside other jobs as `isolate(fetched)`, and of a job that left flight to
+      #   wait for its limit (not to be acknowledged) as `moved(fetched)`.
       def start(parent:, reporter:)
         @reporter = reporter
         @tasks = Array.new(@concurrency) do |index|
@@ -118,7 +119,17 @@ module Jiggler
         failure = process(job)
         @slots[index] = nil
         @busy -= 1
-        failure.equal?(Processor::SUSPECT) ? @reporter.isolate(job) : @reporter.done(job, failure)
+        report(job, failure)
+      end
+
+      def report(job, failure)
+        if failure.equal?(Processor::SUSPECT)
+          @reporter.isolate(job)
+        elsif failure.equal?(Processor::WAITING)
+          @reporter.moved(job)
+        else
+          @reporter.done(job, failure)
+        end
       end
 
       def process(job)

@@ -21,7 +21,7 @@ module Jiggler
         router.post("/recurring/:name/run") do
           row = RecurringRoutes.find(store, route_params["name"]) || not_found
           halt(400, "this task's settings cannot be read: #{row.error}") unless row.task
-          store.enqueue_recurring(row.name, nil, row.task.queue_for(row.options), row.task.payload(row.options, nil))
+          row.task.enqueue(store, row.options, nil, middleware: Jiggler.config.client_middleware)
           redirect("/recurring")
         end
         router.post("/recurring/:name/enable") { RecurringRoutes.enable(self, true) }

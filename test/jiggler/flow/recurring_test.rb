@@ -5,8 +5,8 @@ require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Recurring tasks run by real `jiggler` servers with no leader: three servers and a task every second enqueue each
-# tick exactly once, on Redis and on SQLite, also while one of them is killed; a bad schedule stops the boot.
-describe "recurring tasks" do
+# tick exactly once, also while one of them is killed; a bad schedule stops the boot. On each store.
+StoreTarget.describe_each("recurring tasks") do
   include FlowServers
 
   # How long the three servers run: each second of it must hold one tick, so a short run proves as much as a long one.
@@ -22,7 +22,7 @@ describe "recurring tasks" do
     YAML
   end
 
-  def start(env) = start_flow(env.merge("FLOW_RECURRING_FILE" => @recurring_file), wait: false)
+  def start = start_flow(target_env.merge("FLOW_RECURRING_FILE" => @recurring_file), wait: false)
 
   def wait_started(servers)
     servers.each do |server|
@@ -31,10 +31,10 @@ describe "recurring tasks" do
     end
   end
 
-  # Runs three servers for `seconds`, kills one -9 halfway, and checks that the ticks enqueued are consecutive seconds,
-  # each once, covering every second while servers ran.
-  def assert_each_tick_once(env, store)
-    servers = Array.new(3) { start(env) }
+  # Three servers run for `seconds`, one is killed -9 halfway: the ticks enqueued are consecutive seconds, each once,
+  # covering every second while servers ran.
+  it "enqueues each tick exactly once with three servers" do
+    servers = Array.new(3) { start }
     wait_started(servers)
     first = Time.now.to_f.ceil
     sleep(seconds / 2.0)
@@ -42,27 +42,19 @@ describe "recurring tasks" do
     sleep(seconds / 2.0)
     last = Time.now.to_f.floor
     servers.each(&:kill)
-    ticks = store.queue_entries("ticks", limit: 1_000).map { |payload| Jiggler::Payload.load(payload)["recurring"]["tick"] }.sort
+    ticks = target_store.queue_entries("ticks", limit: 1_000).map { |payload| Jiggler::Payload.load(payload)["recurring"]["tick"] }.sort
     assert_equal ticks.uniq, ticks, "a tick was enqueued twice"
     assert_equal (ticks.first..ticks.last).to_a, ticks, "a tick was skipped"
     assert_operator ticks.first, :<=, first
     assert_operator ticks.last, :>=, last
-  end
-
-  it "enqueues each tick exactly once with three servers on Redis" do
-    assert_each_tick_once({}, store)
-  end
-
-  it "enqueues each tick exactly once with three servers on SQLite" do
-    assert_each_tick_once(sqlite_env, @sqlite)
-    job = @sqlite.queue_entries("ticks", limit: 1).first
-    assert_equal [1, {"b" => 2}], Jiggler::Payload.load(job)["args"]
-    assert_includes @sqlite.history(Jiggler::Payload.load(job)["jid"]).map { |_, event| event["type"] }, "recurring"
+    job = Jiggler::Payload.load(target_store.queue_entries("ticks", limit: 1).first)
+    assert_equal [1, {"b" => 2}], job["args"]
+    assert_includes target_store.history(job["jid"]).map { |_, event| event["type"] }, "recurring" if target_name == "sqlite"
   end
 
   it "stops the boot with the task's name and the reason for a bad schedule" do
     File.write(@recurring_file, "nightly:\n  class: TickJob\n  schedule: every blue moon\n")
-    server = start({})
+    server = start
     assert_equal 1, server.wait(timeout: 20)
     assert_equal 1, server.log.lines.size, server.log
     assert_match(/\Ajiggler: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/, server.log)

@@ -6,20 +6,23 @@ require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Unique jobs across processes: four processes enqueueing the same job 1,000 times each make one; the lock is released
-# when the job finishes or starts (by option), and comes back within recovery_timeout when its server is killed.
-describe "unique jobs" do
+# when the job finishes or starts (by option), and comes back within recovery_timeout when its server is killed. On
+# each store.
+StoreTarget.describe_each("unique jobs") do
   include FlowServers
 
-  def start(env) = start_flow(env, "-q", "default")
+  before { @env = target_env }
+
+  def start(env) = start_flow(@env.merge(env), "-q", "default")
 
   # Four processes enqueue UniqueJob(1, 0) 1,000 times each, all at once; returns how many enqueues wrote a job.
-  def race(env)
+  def race
     script = "require #{File.expand_path(FlowServers::FIXTURE).inspect}; $stdin.read(1); " \
       "puts 1_000.times.count { UniqueJob.enqueue(1, 0) }"
     children = Array.new(4) do
       reader, writer = IO.pipe
       go_reader, go = IO.pipe
-      pid = Process.spawn({"JIGGLER_TEST_NAMESPACE" => @namespace}.merge(env), RbConfig.ruby, "-Ilib", "-e", script, out: writer, in: go_reader)
+      pid = Process.spawn({"JIGGLER_TEST_NAMESPACE" => @namespace}.merge(@env), RbConfig.ruby, "-Ilib", "-e", script, out: writer, in: go_reader)
       writer.close
       go_reader.close
       [pid, reader, go]
@@ -29,15 +32,9 @@ describe "unique jobs" do
     children.sum { |pid, reader, _| Process.wait(pid) && reader.read.to_i }
   end
 
-  it "makes one job of 4 processes enqueueing the same one 1,000 times, on Redis" do
-    assert_equal 1, race({})
-    assert_equal({"default" => 1}, store.queue_sizes)
-  end
-
-  it "makes one job of 4 processes enqueueing the same one 1,000 times, on SQLite" do
-    env = sqlite_env
-    assert_equal 1, race(env)
-    assert_equal({"default" => 1}, @sqlite.queue_sizes)
+  it "makes one job of 4 processes enqueueing the same one 1,000 times" do
+    assert_equal 1, race
+    assert_equal({"default" => 1}, target_store.queue_sizes)
   end
 
   it "holds the lock until the job finishes, or until it starts by option" do
@@ -58,12 +55,12 @@ describe "unique jobs" do
     slow = start({"FLOW_SLOW" => "1", "FLOW_RECOVERY_TIMEOUT" => "2"})
     lock = Jiggler::UniqueJob.lock_key("UniqueJob", [1, 60], UniqueJob.job_options[:unique])
     jid = UniqueJob.enqueue(1, 60)
-    wait_for(message: "the job to start") { store.in_flight_count(slow.log[/ started: (\S+),/, 1]).positive? }
+    wait_for(message: "the job to start") { target_store.in_flight_count(slow.log[/ started: (\S+),/, 1]).positive? }
     slow.signal("KILL")
     killed = now
-    assert_equal jid, store.lock_holder(lock), "the job keeps its lock while it waits to run again"
+    assert_equal jid, target_store.lock_holder(lock), "the job keeps its lock while it waits to run again"
     start({"FLOW_RECOVERY_TIMEOUT" => "2"})
-    wait_for(timeout: 15, message: "the lock to be released") { store.lock_holder(lock).nil? }
+    wait_for(timeout: 15, message: "the lock to be released") { target_store.lock_holder(lock).nil? }
     assert_operator now - killed, :<, 2 + 5, "released within recovery_timeout (and a server's start)"
     assert UniqueJob.enqueue(1, 60)
   end

@@ -17,6 +17,7 @@ describe Jiggler::Metrics::Exposition do
     recorder = Jiggler::Metrics::Recorder.new
     [0.00005, 0.003, 0.003, 0.2, 300.0].each { |seconds| recorder.record(%(Odd"Name\\With\nBreaks), seconds, false) }
     queues = [{"name" => "a\"b", "size" => 3, "latency" => 1.25, "paused" => true}]
+    recorder.hand_over
     text = Jiggler::Metrics::Exposition.new(stats(queues: queues), recorder.take).to_s
     assert_valid_exposition(text)
     values = samples(text)

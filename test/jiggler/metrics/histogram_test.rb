@@ -36,16 +36,20 @@ describe Jiggler::Metrics::Histogram do
 end
 
 describe Jiggler::Metrics::Recorder do
-  it "counts runs by class until taken, and takes back counts that could not be written" do
+  it "counts runs by class until handed over and taken, and takes back counts that could not be written" do
     recorder = Jiggler::Metrics::Recorder.new
     recorder.record("A", 0.01, false)
     recorder.record("A", 0.02, true)
     recorder.record("B", 0.5, false)
-    taken = recorder.take
+    assert_empty recorder.take, "nothing is taken before it is handed over"
+    recorder.hand_over
+    taken = Thread.new { recorder.take }.value # the heartbeat thread takes
     assert_equal [1, 1, 30_000], taken["A"].to_a.first(3)
     assert_equal 2, taken["A"].buckets.values.sum
+    assert_equal({Jiggler::Metrics::Histogram.index(0.5) => 1}, taken["B"].buckets)
     assert_empty recorder.take
     recorder.record("A", 0.01, false)
+    recorder.hand_over
     recorder.restore(taken)
     assert_equal [2, 1, 40_000], recorder.take["A"].to_a.first(3)
   end

@@ -39,6 +39,38 @@ describe Jiggler::Store::Redis do
       subject.clear_all
       assert_empty redis.call("KEYS", "#{prefix}*")
     end
+
+    it "leaves only the recurring tasks' settings after clear_all, flow state included" do
+      fill_flow(subject)
+      subject.clear_all
+      assert_equal ["#{prefix}recurring:tasks"], redis.call("KEYS", "#{prefix}*")
+    end
+
+    it "clears the locks and limits of its own namespace alone, whatever glob characters its name holds" do
+      globbed, neighbour = ["#{@namespace}*[a]?", "#{@namespace}xa!"].map { |namespace| Jiggler::Store.client(Jiggler.config.dup.tap { |config| config[:namespace] = namespace }) }
+      [globbed, neighbour].each { |store| fill_flow(store) }
+      globbed.clear_all
+      assert_equal ["{#{@namespace}*[a]?}:recurring:tasks"], all_keys.select { |key| key.start_with?("{#{@namespace}*[a]?}:") }
+      assert_equal "u1", neighbour.lock_holder("RecordJob:a")
+      assert_includes all_keys, "{#{@namespace}xa!}:limit:slots:RecordJob"
+    ensure
+      [globbed, neighbour].compact.each(&:close)
+    end
+  end
+
+  # A lock, a slot, a job waiting for one, a rate start and a recurring task's claim, in a store's namespace.
+  def fill_flow(store)
+    store.push("default", [job(jid: "j0"), job(jid: "j1"), job(jid: "j2")])
+    first, second, third = store.fetch(StoreContract::PROCESS, ["default"], limit: 3)
+    [[first, "j0"], [second, "j1"]].each do |fetched, jid|
+      store.acquire_slot(StoreContract::PROCESS, fetched, key: "RecordJob", limit: 1, jid: jid, ttl: 60, reliable: true)
+    end
+    store.acquire_rate(StoreContract::PROCESS, third, key: "RecordJob", limit: 1, period: 60, jid: "j2", reliable: true)
+    store.enqueue_unique("RecordJob:a", "u1", 60, queue: "other", payload: job)
+    store.save_recurring({"report" => "{}"})
+    store.enqueue_recurring("report", 100, "other", job)
+    store.enable_recurring("report", false)
+    store.fetch(StoreContract::PROCESS, ["default", "other"], limit: 0, acks: [first.handle, third.handle])
   end
 
   describe "scripts" do

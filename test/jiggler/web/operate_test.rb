@@ -14,6 +14,7 @@ describe "Jiggler::Web operating pages" do
   def add_runs(name, seconds, count, failed: 0)
     recorder = Jiggler::Metrics::Recorder.new
     count.times { |n| recorder.record(name, seconds, n < failed) }
+    recorder.hand_over
     web_store.add_metrics(Time.now.to_i / 60, recorder.take, retention: 3_600)
   end
 

@@ -4,6 +4,19 @@ require "test_helper"
 require "json"
 require "support/web_session"
 
+module RecurringWebTest
+  SEEN = []
+
+  # A client middleware that records each enqueue and tags the job.
+  class Tag
+    def call(job, queue)
+      SEEN << [job["name"], queue]
+      job["tag"] = "tagged"
+      yield
+    end
+  end
+end
+
 # The recurring tasks page: what servers recorded, with last and next run, run now, disable and enable.
 describe "Jiggler::Web recurring page" do
   include WebSession
@@ -32,6 +45,16 @@ describe "Jiggler::Web recurring page" do
     assert_redirected_to "/recurring"
     job = Jiggler::Payload.load(web_store.queue_entries("ticks").first)
     assert_equal ["TickJob", [7], 0, {"task" => "hourly", "tick" => nil}], job.values_at("name", "args", "retries", "recurring")
+  end
+
+  it "runs a task now through the client middleware, as its ticks are" do
+    RecurringWebTest::SEEN.clear
+    Jiggler.configure { |config| config.client_middleware { |chain| chain.add(RecurringWebTest::Tag) } }
+    save("hourly", {"schedule" => "0 * * * *", "args" => [7]})
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_redirected_to "/recurring"
+    assert_equal [["TickJob", "ticks"]], RecurringWebTest::SEEN
+    assert_equal "tagged", Jiggler::Payload.load(web_store.queue_entries("ticks").first)["tag"]
   end
 
   it "disables and enables a task for every server" do

@@ -56,6 +56,13 @@ module Jiggler
           with { |redis| redis.call("HGETALL", limit_key("counts")) }.transform_values(&:to_i).select { |_, count| count.positive? }
         end
 
+        # Deletes all of the namespace's data (see AdminActions#clear_all): slots, jobs waiting for one, and rate windows
+        # and plans included.
+        def clear_all
+          super
+          delete_prefixed(limit_key(""))
+        end
+
         private
 
         def release(redis, key, jid, limit, ttl)

@@ -49,6 +49,13 @@ module Jiggler
           with { |redis| redis.call(enabled ? "SREM" : "SADD", recurring_key("disabled"), task) }
         end
 
+        # Deletes all of the namespace's data (see AdminActions#clear_all): the tasks' claimed ticks, last runs and
+        # switches included. The tasks' settings stay: servers record them only when they start, and still run them.
+        def clear_all
+          super
+          with { |redis| redis.call("DEL", *%w[ticks runs disabled].map { |part| recurring_key(part) }) }
+        end
+
         private
 
         def recurring_key(part) = "{#{@keys.namespace}}:recurring:#{part}"

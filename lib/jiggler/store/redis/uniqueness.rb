@@ -29,6 +29,12 @@ module Jiggler
         # The jid of the job holding a lock. @returns [String | Nil]
         def lock_holder(lock) = with { |redis| redis.call("GET", unique_key(lock)) }
 
+        # Deletes all of the namespace's data (see AdminActions#clear_all), every lock included.
+        def clear_all
+          super
+          delete_prefixed(unique_key(""))
+        end
+
         private
 
         def unique_key(lock) = "{#{@keys.namespace}}:unique:#{lock}"

@@ -87,10 +87,16 @@ module Jiggler
           write { |queue_db| queue_db.db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
         end
 
-        # Deletes all of the store's data, jobs in flight, history and paused queues included.
+        # Deletes all of the store's data, jobs in flight, history, paused queues, unique locks, concurrency slots (and
+        # jobs waiting for one) and rate windows included. Recurring tasks lose their claimed ticks, last runs and
+        # switches, but keep the settings servers recorded when they started (they still run them).
         def clear_all
           write do |queue_db|
-            %w[events jobs processes paused_queues results].each { |table| queue_db.db.execute("DELETE FROM #{table}") }
+            %w[events jobs processes paused_queues results unique_locks limit_slots limit_keys rate_starts rate_plan].each do |table|
+              queue_db.db.execute("DELETE FROM #{table}")
+            end
+            queue_db.db.execute("DELETE FROM recurring_tasks WHERE definition IS NULL")
+            queue_db.db.execute("UPDATE recurring_tasks SET tick = NULL, last_run = NULL, disabled = 0")
             # The announcement counters stay: listeners compare them with what they saw last.
             queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules')")
           end

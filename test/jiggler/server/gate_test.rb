@@ -1,0 +1,91 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/loop_test"
+require "jiggler/server/fetcher"
+require "jiggler/server/gate"
+require "jiggler/server/workers"
+require "jiggler/metrics/recorder"
+
+# A job the gate moves off flight (to wait for its slot) did not run and is no longer its delivery's: the fetcher
+# must not acknowledge it, since by then its handle may name a new delivery of the same job (an SQLite row is fetched
+# again under its id once its slot frees), and metrics must not count it. Real workers, processor, gate and fetcher on
+# each store, driven step by step; no server process.
+module GateTest
+  PROCESS = "gate-test:process"
+  KEY = "GateTest::OneAtOnceJob"
+
+  # At most one at once; its key is the class.
+  class OneAtOnceJob
+    include Jiggler::Job
+
+    job_options concurrency: {limit: 1, ttl: 60}
+
+    def perform = nil
+  end
+end
+
+StoreTarget.describe_each("Jiggler::Server::Gate") do
+  include LoopTest
+
+  # Workers running jobs through a processor with a gate, reporting to a fetcher whose loop is not started: the test
+  # fetches by hand, and `fetcher.stop` sends what the fetcher would acknowledge.
+  def pipeline(task, reliable: true, metrics: nil)
+    store = Jiggler.store
+    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: reliable, store: -> { store })
+    processor = Jiggler::Server::Processor.new(logger: logger, results: store, gate: gate, metrics: metrics)
+    workers = Jiggler::Server::Workers.new(concurrency: 1, processor: processor)
+    fetcher = Jiggler::Server::Fetcher.new(store: build_store, process: GateTest::PROCESS, config: Jiggler.config, workers: workers, logger: logger)
+    workers.start(parent: task, reporter: fetcher)
+    [fetcher, workers]
+  end
+
+  # Another job holds the key's one slot.
+  def hold_slot
+    elsewhere = Jiggler::Store::Fetched.new("0|default", "default", "{}")
+    assert Jiggler.store.acquire_slot("elsewhere", elsewhere, key: GateTest::KEY, limit: 1, jid: "holder", ttl: 60, reliable: true)
+  end
+
+  def free_slot = Jiggler.store.release_slot(GateTest::KEY, "holder", limit: 1, ttl: 60)
+
+  def fetch(reliable: true) = Jiggler.store.fetch(GateTest::PROCESS, ["default"], limit: 1, reliable: reliable)
+
+  def work(workers, jobs)
+    workers.assign(jobs)
+    wait_for(message: "the workers to be done") { workers.idle? }
+  end
+
+  it "never acknowledges a job it moved to wait for its slot, so the next delivery of that job stays in flight" do
+    in_reactor do |task|
+      fetcher, workers = pipeline(task)
+      hold_slot
+      GateTest::OneAtOnceJob.enqueue
+      work(workers, fetch)
+      assert_equal({"default" => 1}, Jiggler.store.waiting_counts)
+      free_slot
+      again = fetch
+      fetcher.stop(1) # sends the acknowledgements it holds
+      assert_equal again.map(&:handle), Jiggler.store.in_flight(GateTest::PROCESS).map(&:handle), "the new delivery was acknowledged"
+      assert_equal 0, Jiggler.store.counts[:processed]
+    end
+  end
+
+  it "counts a job that waits for its slot neither as a run nor as processed, in at-most-once mode too" do
+    metrics = Jiggler::Metrics::Recorder.new
+    Jiggler.config[:mode] = :at_most_once
+    in_reactor do |task|
+      fetcher, workers = pipeline(task, reliable: false, metrics: metrics)
+      hold_slot
+      GateTest::OneAtOnceJob.enqueue
+      work(workers, fetch(reliable: false))
+      fetcher.stop(1)
+      metrics.hand_over
+      assert_equal [{}, 0], [metrics.take, Jiggler.store.counts[:processed]]
+      free_slot
+      work(workers, fetch(reliable: false))
+      fetcher.stop(1)
+      metrics.hand_over
+      assert_equal [{GateTest::KEY => 1}, 1], [metrics.take.transform_values(&:processed), Jiggler.store.counts[:processed]]
+    end
+  end
+end
