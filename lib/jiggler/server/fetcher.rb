@@ -10,7 +10,9 @@ module Jiggler
     # Keeps the workers fed: each round trip acknowledges the jobs that finished since the last one and takes as many
     # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
     # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
-    # missed), so an idle server costs almost nothing.
+    # missed), so an idle server costs almost nothing. A wholly idle at-least-once server of one queue waits in the
+    # store instead when the store can (Redis): the fetch is sent behind the wait, and the jobs it takes go to the
+    # workers straight from the reply, one round trip sooner than a wake followed by a fetch.
     #
     # A suspect (JobRules.death) runs only alone: when a worker hands one back, the fetcher stops taking jobs, lets
     # the others finish and acknowledges them, puts back the other suspects it holds, and runs that one alone. So a
@@ -82,6 +84,7 @@ module Jiggler
       # Stops taking new jobs; finished ones are still acknowledged.
       def quiet
         @state = :quiet if @state == :running
+        @waiter&.stop
         @changed.signal
       end
 
@@ -89,6 +92,7 @@ module Jiggler
       # @asynchronous
       def stop(timeout)
         @state = :stopped
+        @waiter&.stop
         @changed.signal
         @task&.wait
         flush(timeout)
@@ -102,10 +106,12 @@ module Jiggler
       def run
         loop do
           break if @state == :stopped
-          cycle
+          # A wait in the store has just fetched: the workers go first.
+          @fetched_in_wait ? @fetched_in_wait = false : cycle
           reconcile if @outage.ongoing?
           @outage.recovered
-          wait(IDLE_POLL) unless more_to_do?
+          next if more_to_do?
+          wait_in_store? ? @fetched_in_wait = wait_for_push : wait(IDLE_POLL)
         rescue => error
           pause(@outage.failed(error))
         end
@@ -151,6 +157,42 @@ module Jiggler
         raise
       end
 
+      # Whether to wait in the store (see `wait_for_push`): at-least-once (an interrupted wait's jobs go back), one
+      # queue, a store that can, nothing running, waiting or to acknowledge, and the last such wait was not woken in
+      # vain (a paused queue holding jobs, or another process took the job first), which would wake it again at once.
+      def wait_in_store?
+        @reliable && @queues.size == 1 && @state == :running && @store.respond_to?(:fetch_when_pushed) && !@in_vain &&
+          @workers.idle? && @acks.empty? && @failures.empty? && @suspects.empty? && @alone.nil?
+      end
+
+      # Waits in the store for a push and hands the jobs the reply brings to the workers at once. The wait runs in a
+      # task of its own, so that quiet and stop can cut it short; the fetch behind a wait cut short may have taken
+      # jobs that never arrived, which `reconcile` puts back.
+      # @returns [Boolean] whether the wait ended by itself (woken or timed out), not cut short.
+      def wait_for_push
+        limit = @workers.free
+        @waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do
+          jobs = @store.fetch_when_pushed(@process, @queues.first, limit: limit, timeout: IDLE_POLL)
+          @workers.assign(jobs) if jobs&.any?
+          jobs
+        rescue => error
+          error # raised in the fetcher's own task, where outages are handled
+        end
+        jobs = @waiter.wait
+        raise jobs if jobs.is_a?(Exception)
+        if @waiter.stopped?
+          reconcile
+          return false
+        end
+        # The push that woke the wait was announced too; a later one finds the next wait returning at once.
+        @pushed = false
+        @in_vain = jobs&.empty?
+        @drained = (jobs&.size || 0) < limit
+        true
+      ensure
+        @waiter = nil
+      end
+
       # A round trip that failed may still have run in the store: jobs recorded in flight for this process that it never
       # received would stay there for good. Put those back in their queues.
       def reconcile
@@ -188,6 +230,7 @@ module Jiggler
 
       # A stop that came while a round trip was under way signalled no one: it must not wait out a whole poll.
       def wait(seconds)
+        @in_vain = false
         return if @state == :stopped
         Async::Task.current.with_timeout(seconds) { @changed.wait }
       rescue Async::TimeoutError

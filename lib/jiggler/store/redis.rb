@@ -63,6 +63,7 @@ module Jiggler
         @keys = Keys.new(namespace)
         @config = config
         @tokens = Hash.new(0)
+        @backlogs = {} # queue name => whether the last push found jobs waiting (see QueuePath#push_one)
       end
 
       # A human name for logs.

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "helper"
+require "jiggler/server/fetcher"
 
 # Stopping and quieting: TERM puts what did not finish within `timeout` back in its queue exactly once; a stopping
 # process always exits within timeout + 5 s, even with a job that holds the reactor or with its store unreachable; a
@@ -90,6 +91,22 @@ end
 describe "shutdown with Redis faults" do
   include ReliabilityHelper
   include ShutdownTest
+
+  it "stops at once on TERM while it waits in Redis for a push, and takes no job once quiet there" do
+    server = start_reliable("-c", "2", "-t", "1")
+    wait_for(message: "a wait in Redis") { redis.call("CLIENT", "LIST").include?(" cmd=blmove ") }
+    server.signal(:TSTP)
+    wait_for(message: "the quiet log line") { server.log.include?("quiet:") }
+    Reliability::RecordJob.enqueue("after-quiet")
+    sleep 0.5
+    assert_equal 0, recorded_count("run:after-quiet"), "a quiet server takes no job"
+
+    status, took = terminate(server, timeout: 1)
+    assert_equal 0, status
+    assert_operator took, :<, Jiggler::Server::Fetcher::IDLE_POLL / 2, "the wait in Redis (up to IDLE_POLL) was cut short"
+    assert_equal({"default" => 1}, Jiggler.summary["queues"])
+    assert_empty held_by(server)
+  end
 
   it "puts its jobs back and exits 0 when Redis dropped its connections just before the TERM" do
     Reliability::SleepJob.with_options(queue: "long").enqueue_bulk([["a", 60], ["b", 60]])

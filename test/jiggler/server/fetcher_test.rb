@@ -52,12 +52,19 @@ module FetcherTest
     def perform = raise(ArgumentError, "failed on purpose")
   end
 
-  # The real store, counting the fetches made through it.
+  # The real store, counting the fetches made through it, and the waits in Redis as they begin.
   class FetchCounter < SimpleDelegator
     def fetches = @fetches ||= 0
 
+    def waits = @waits ||= 0
+
     def fetch(...)
       __getobj__.fetch(...).tap { @fetches = fetches + 1 }
+    end
+
+    def fetch_when_pushed(...)
+      @waits = waits + 1
+      __getobj__.fetch_when_pushed(...)
     end
   end
 
@@ -78,7 +85,7 @@ describe Jiggler::Server::Fetcher do
   end
 
   # Runs a fetcher and its workers on a real store inside a reactor, yields the fetcher, and stops both afterwards.
-  def serve(concurrency: 2, queues: ["default"], mode: :at_least_once, store: Jiggler::Store.dedicated(Jiggler.config))
+  def serve(concurrency: 2, queues: ["default"], mode: :at_least_once, store: Jiggler::Store.dedicated(Jiggler.config), listen: true)
     Jiggler.configure do |config|
       config[:queues] = queues
       config[:mode] = mode
@@ -89,7 +96,7 @@ describe Jiggler::Server::Fetcher do
       workers.start(parent: task, reporter: fetcher)
       fetcher.start(parent: task)
       listener = Jiggler::Server::Listener.new(store: store, fetcher: fetcher, scheduler: nil, logger: Jiggler.logger)
-      listener.start(parent: task)
+      listener.start(parent: task) if listen
       task.with_timeout(20) { yield fetcher }
     ensure
       listener&.stop
@@ -101,6 +108,11 @@ describe Jiggler::Server::Fetcher do
   def settled?(processed) = store.in_flight_count(FetcherTest::PROCESS).zero? && store.counts[:processed] == processed
 
   def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+
+  # The ids of the connections blocked in a wait for a push (BLMOVE).
+  def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   it "runs pushed jobs and acknowledges them to the store" do
     FetcherTest::Record.enqueue_bulk((1..20).zip)
@@ -152,9 +164,9 @@ describe Jiggler::Server::Fetcher do
     assert_equal ["gate"], FetcherTest::EVENTS
   end
 
-  it "starts a job pushed while idle well before the next poll" do
+  it "starts a job pushed while idle well before the next poll, woken by the listener when it fetches two queues" do
     counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
-    serve(store: counter) do
+    serve(store: counter, queues: ["default", "other"]) do
       wait_for(message: "listener") { listening? }
       fetches = counter.fetches
       wait_for(message: "an idle fetch") { counter.fetches > fetches }
@@ -182,5 +194,64 @@ describe Jiggler::Server::Fetcher do
       FetcherTest.gate.enqueue(true)
       wait_for(message: "gated job counted") { store.counts[:processed] == 1 }
     end
+  end
+
+  it "takes a job pushed while it is idle in the reply to its wait in Redis, without the listener" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter, listen: false) do
+      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      fetches = counter.fetches
+      pushed = now
+      FetcherTest::Record.enqueue(1)
+      wait_for(message: "the job to run") { FetcherTest::EVENTS.any? }
+      assert_operator now - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
+      wait_for(message: "the job acknowledged") { settled?(1) }
+      assert_equal fetches, counter.fetches - 1, "one fetch, to acknowledge the job, and none to take it"
+    end
+  end
+
+  it "stops at once while waiting in Redis, and once quiet there takes no job" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter) do |fetcher|
+      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      fetcher.quiet
+      FetcherTest::Record.enqueue(1)
+      sleep 0.3
+      assert_equal [[], {"default" => 1}, 0], [FetcherTest::EVENTS, store.queue_sizes, store.in_flight_count(FetcherTest::PROCESS)]
+      started = now
+      fetcher.stop(1)
+      assert_operator now - started, :<, 1
+    end
+    assert_equal({"default" => 1}, store.queue_sizes)
+  end
+
+  it "loses nothing when its connection is killed during the wait, and waits again" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter, listen: false) do
+      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      killed = waiting_in_redis.first
+      # The job and the kill in one step: the wait is cut before Redis serves it the job.
+      redis.multi do |transaction|
+        transaction.call("LPUSH", "{#{@namespace}}:queue:default", Jiggler::Payload.dump({"jid" => "1", "name" => "FetcherTest::Record", "args" => [1], "queue" => "default", "retries" => 0}))
+        transaction.call("CLIENT", "KILL", "ID", killed)
+      end
+      wait_for(message: "the job to run after the outage") { FetcherTest::EVENTS == [1] }
+      wait_for(message: "the job acknowledged") { settled?(1) }
+      wait_for(message: "a new wait in Redis") { (waiting_in_redis - [killed]).any? }
+      FetcherTest::Record.enqueue(2)
+      wait_for(message: "the next job") { FetcherTest::EVENTS == [1, 2] }
+    end
+    assert_equal({}, store.queue_sizes)
+  end
+
+  it "waits the ordinary way for a paused queue, instead of being woken by its jobs again and again" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    store.pause_queue("default")
+    FetcherTest::Record.enqueue(1)
+    serve(store: counter) do
+      sleep 0.5
+      assert_operator counter.fetches + counter.waits, :<=, 4
+    end
+    assert_equal [], FetcherTest::EVENTS
   end
 end

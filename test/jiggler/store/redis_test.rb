@@ -108,6 +108,60 @@ describe Jiggler::Store::Redis do
     end
   end
 
+  describe "single pushes" do
+    def evalsha_calls = redis.call("INFO", "commandstats")[/cmdstat_evalsha:calls=(\d+)/, 1].to_i
+
+    it "writes one job into a queue holding a backlog with a bare LPUSH" do
+      12.times { subject.push("default", [job]) }
+      before = evalsha_calls
+      5.times { subject.push("default", [job]) }
+      assert_equal [before, {"default" => 17}], [evalsha_calls, subject.queue_sizes]
+    end
+
+    it "registers the queue and wakes idle servers when the queue it took for a backlog was emptied meanwhile" do
+      12.times { subject.push("default", [job]) }
+      subject.clear_queue("default")
+      listener = Jiggler::Store.dedicated(Jiggler.config)
+      assert_nil listener.wait_for_wake(0.01) # subscribed, nothing announced yet
+      subject.push("default", [job(args: ["after"])])
+      assert_equal :queues, listener.wait_for_wake(1)
+      assert_equal({"default" => 1}, subject.queue_sizes)
+    ensure
+      listener&.close
+    end
+  end
+
+  describe "fetch_when_pushed" do
+    def waiter = @waiter ||= Jiggler::Store.dedicated(Jiggler.config)
+
+    after { @waiter&.close }
+
+    it "takes the jobs pushed during the wait, recorded in flight, in the reply to the wait" do
+      waiting = Thread.new { waiter.fetch_when_pushed(StoreContract::PROCESS, "default", limit: 5, timeout: 5) }
+      sleep 0.05 until redis.call("CLIENT", "LIST").include?(" cmd=blmove ")
+      subject.push("default", [job(args: [1]), job(args: [2])])
+      taken = waiting.value
+      assert_equal [[1], [2]], taken.map { |fetched| Jiggler::Payload.load(fetched.payload)["args"] }
+      assert_equal taken.map(&:handle).sort, subject.in_flight(StoreContract::PROCESS).map(&:handle).sort
+      assert_equal({}, subject.queue_sizes)
+    end
+
+    it "returns at once when the queue holds jobs, and nil when none came in time" do
+      subject.push("default", [job])
+      assert_equal 1, waiter.fetch_when_pushed(StoreContract::PROCESS, "default", limit: 5, timeout: 5).size
+      started = now
+      assert_nil waiter.fetch_when_pushed(StoreContract::PROCESS, "default", limit: 5, timeout: 0.2)
+      assert_operator now - started, :<, 2
+    end
+
+    it "takes nothing from a paused queue, which still ends the wait" do
+      subject.push("default", [job])
+      subject.pause_queue("default")
+      assert_equal [], waiter.fetch_when_pushed(StoreContract::PROCESS, "default", limit: 5, timeout: 5)
+      assert_equal({"default" => 1}, subject.queue_sizes)
+    end
+  end
+
   describe "concurrent schedulers" do
     it "move each due job once" do
       subject.schedule(Array.new(500) { [now - 1, job] })

@@ -12,10 +12,10 @@ module Jiggler
         # Appends jobs to a queue; idle servers are woken.
         # @parameter queue [String]
         # @parameter payloads [Array(String)]
+        # @returns [Array(Integer)] the queue's length after each chunk.
         def push(queue, payloads)
+          return [push_one(queue, payloads.first)] if payloads.size == 1
           keys = [@keys.queue(queue), @keys.queues]
-          # A single enqueue skips the chunking, which costs it about a fifth of its time.
-          return [with { |redis| SCRIPTS[:push].call(redis, keys, [queue, @keys.wake, payloads.first]) }] if payloads.size == 1
           argvs = payloads.each_slice(PUSH_CHUNK).map { |chunk| [queue, @keys.wake, *chunk] }
           with { |redis| SCRIPTS[:push].call_each(redis, keys, argvs) }
         end
@@ -46,6 +46,29 @@ module Jiggler
           @tokens[process] = token + limit
           argv = [limit, token, reliable ? 1 : 0, acks.size, *acks, *queues]
           fetched(with { |redis| SCRIPTS[:fetch].call(redis, keys, argv) })
+        end
+
+        # Waits up to `timeout` seconds for a job in `queue`, then takes up to `limit` jobs as `fetch` does, recorded
+        # in flight, in the same round trip: `BLMOVE queue queue LEFT LEFT` returns as soon as the queue holds a job and
+        # leaves it as it was, and the fetch script, sent behind it on the same connection, runs right after it. A
+        # wait cut short (its task stopped) leaves replies unread, so redis-client drops that connection.
+        # @parameter process [String] the fetching process's id.
+        # @parameter queue [String] the one queue to wait on.
+        # @returns [Array(Fetched) | Nil] nil when no job came in time.
+        def fetch_when_pushed(process, queue, limit:, timeout:)
+          keys = [@keys.in_flight(process), @keys.processed, @keys.paused, @keys.queue(queue)]
+          token = @tokens[process]
+          @tokens[process] = token + limit # spent before the call, as in `fetch`
+          argv = [limit, token, 1, 0, queue]
+          with do |redis|
+            woken, taken = redis.pipelined(exception: false) do |pipeline|
+              pipeline.blocking_call(timeout, "BLMOVE", keys.last, keys.last, "LEFT", "LEFT", timeout)
+              pipeline.call_v(SCRIPTS[:fetch].command(keys, argv))
+            end
+            raise woken if woken.is_a?(::RedisClient::Error)
+            taken = SCRIPTS[:fetch].rerun(redis, keys, argv, taken) if taken.is_a?(::RedisClient::Error)
+            (woken || taken.any?) ? fetched(taken) : nil
+          end
         end
 
         # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
@@ -109,6 +132,37 @@ module Jiggler
         end
 
         private
+
+        # A queue holding at least this many jobs at a push is taken to hold jobs at the next push from this store.
+        BACKLOG = 10
+        private_constant :BACKLOG
+
+        # Pushes one job (a single enqueue, which skips the chunking). Into a queue that held a backlog at the last push
+        # from this store, it is a bare LPUSH, the cheapest write there is: a queue holding jobs is registered already,
+        # and its servers are awake. Only if the reply shows the queue was empty after all (drained meanwhile) does a
+        # second step register it and wake idle servers; cut before that step, the job is safe in the queue and idle
+        # servers find it by their poll. Otherwise the push script does all three in one step.
+        # @returns [Integer] the queue's length after the push.
+        def push_one(queue, payload)
+          key = @keys.queue(queue)
+          length = if @backlogs[queue]
+            with { |redis| redis.call("LPUSH", key, payload) }.tap { |pushed| announce(queue) if pushed == 1 }
+          else
+            with { |redis| SCRIPTS[:push].call(redis, [key, @keys.queues], [queue, @keys.wake, payload]) }
+          end
+          @backlogs[queue] = length > BACKLOG
+          length
+        end
+
+        # Registers a queue and wakes idle servers, as push.lua does for a push to an empty queue.
+        def announce(queue)
+          with do |redis|
+            redis.pipelined do |pipeline|
+              pipeline.call("SADD", @keys.queues, queue)
+              pipeline.call("PUBLISH", @keys.wake, queue)
+            end
+          end
+        end
 
         # The jobs of a fetch.lua reply: per queue, its name and its in-flight fields and payloads.
         def fetched(reply)

@@ -41,6 +41,14 @@ module Jiggler
           end
         end
 
+        # The command that runs the script by its SHA, to send in a pipeline of one's own.
+        # @returns [Array]
+        def command(keys, argv) = evalsha(keys, argv)
+
+        # Runs the script from its source when a pipelined `command` found Redis without it; other errors raise.
+        # @parameter error [RedisClient::CommandError] what the pipelined run returned.
+        def rerun(connection, keys, argv, error) = from_source(connection, keys, argv, error)
+
         private
 
         def evalsha(keys, argv) = ["EVALSHA", @sha, keys.size, *keys, *argv]
