@@ -128,17 +128,6 @@ module Jiggler
       end
 
       def registered_processes = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
-
-      # Deletes every key whose name starts with `prefix`, found with SCAN: for clear_all alone, since the keys of
-      # locks and limits are named by the app's lock names and limit keys, which nothing lists.
-      def delete_prefixed(prefix)
-        pattern = "#{prefix.gsub(/[*?\[\]\\]/) { |char| "\\#{char}" }}*"
-        with do |redis|
-          found = []
-          redis.scan("MATCH", pattern, "COUNT", CHUNK) { |key| found << key }
-          found.each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
-        end
-      end
     end
   end
 end

@@ -101,8 +101,9 @@ describe "other tenants of the Redis database" do
       crowded.values.sum, took, TenantsTest::TENANT_KEYS)
     assert_equal empty, crowded, "the same commands, whatever else the database holds"
     # A budget, not a count: each store role the summary reads or prune_all clears adds a command or two (metrics,
-    # process signals, limits and recurring tasks came to 41); what must hold is the line above and the one below.
-    assert_operator crowded.values.sum, :<=, 45
+    # process signals, limits and recurring tasks came to 41; prune_all reading the indexes of locks and limit keys to
+    # clear them, to 47); what must hold is the line above and the one below.
+    assert_operator crowded.values.sum, :<=, 50
     refute_keyspace_walk(@admin)
   end
 

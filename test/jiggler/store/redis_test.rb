@@ -46,6 +46,16 @@ describe Jiggler::Store::Redis do
       assert_equal ["#{prefix}recurring:tasks"], redis.call("KEYS", "#{prefix}*")
     end
 
+    it "lets the keys of locks, slots and rate windows expire once they no longer matter, indexed for clear_all" do
+      fill_flow(subject)
+      expiring = %w[unique:RecordJob:a limit:slots:RecordJob limit:starts:RecordJob limit:plan:RecordJob].map { |key| "#{prefix}#{key}" }
+      expiring.each { |key| assert_includes 1..120_000, redis.call("PTTL", key), "#{key} expires" }
+      assert_equal ["#{prefix}unique:RecordJob:a"], redis.call("ZRANGE", "#{prefix}unique-index", 0, -1)
+      assert_equal ["RecordJob"], redis.call("ZRANGE", "#{prefix}limit:index", 0, -1)
+      subject.unlock("RecordJob:a", "u1")
+      assert_empty redis.call("ZRANGE", "#{prefix}unique-index", 0, -1), "a released lock leaves the index"
+    end
+
     it "clears the locks and limits of its own namespace alone, whatever glob characters its name holds" do
       globbed, neighbour = ["#{@namespace}*[a]?", "#{@namespace}xa!"].map { |namespace| Jiggler::Store.client(Jiggler.config.dup.tap { |config| config[:namespace] = namespace }) }
       [globbed, neighbour].each { |store| fill_flow(store) }

@@ -8,8 +8,9 @@ module Jiggler
       # Concurrency and rate limits in Redis (see ../contract.md, "Concurrency and rate limits"): per key, a sorted set of the
       # jids holding slots (scored by expiry) and a list of waiting jobs ("queue|jid|payload"); a hash of the keys with
       # waiting jobs (their limit and ttl) and one of waiting jobs per queue. A rate-limited key has a sorted set of
-      # its starts in the last period and one of its plan (starts and reservations of waiting jobs). Each step is one
-      # script.
+      # its starts in the last period and one of its plan (starts and reservations of waiting jobs). These keys expire
+      # when what they hold no longer matters, and a sorted set indexes them by expiry, so that clear_all finds them
+      # without walking the keyspace. Each step is one script.
       module Limits
         GATE = Script.new("gate")
         RELEASE = Script.new("release")
@@ -20,7 +21,7 @@ module Jiggler
         # @parameter fetched [Fetched] the job as fetched.
         # @returns [Boolean | Nil] true: run it; false: it waits; nil: it is no longer in flight here.
         def acquire_slot(process, fetched, key:, limit:, jid:, ttl:, reliable:)
-          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.in_flight(process)]
+          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.in_flight(process), limit_key("index")]
           argv = [jid, limit, Time.now.to_f, ttl, key, fetched.handle.to_s, reliable ? 1 : 0, fetched.queue, fetched.payload]
           {1 => true, 0 => false}[with { |redis| GATE.call(redis, keys, argv) }]
         end
@@ -29,8 +30,8 @@ module Jiggler
         # the budget allows.
         # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
         def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
-          keys = [limit_key("starts", key), limit_key("plan", key), @keys.in_flight(process), @keys.scheduled]
-          argv = [jid, limit, period, Time.now.to_f, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake]
+          keys = [limit_key("starts", key), limit_key("plan", key), @keys.in_flight(process), @keys.scheduled, limit_key("index")]
+          argv = [jid, limit, period, Time.now.to_f, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake, key]
           reply = with { |redis| RATE.call(redis, keys, argv) }
           {"run" => true, "gone" => nil}.fetch(reply) { Float(reply) }
         end
@@ -60,13 +61,18 @@ module Jiggler
         # and plans included.
         def clear_all
           super
-          delete_prefixed(limit_key(""))
+          with do |redis|
+            limited = redis.call("ZRANGE", limit_key("index"), 0, -1) | redis.call("HKEYS", limit_key("keys"))
+            doomed = limited.flat_map { |key| %w[slots waiting starts plan].map { |part| limit_key(part, key) } }
+            doomed.push(limit_key("index"), limit_key("keys"), limit_key("counts"))
+            doomed.each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
+          end
         end
 
         private
 
         def release(redis, key, jid, limit, ttl)
-          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.queues]
+          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.queues, limit_key("index")]
           RELEASE.call(redis, keys, [jid, limit, Time.now.to_f, ttl, key, @keys.wake, @keys.queue("")])
         end
 

@@ -45,7 +45,7 @@ module Jiggler
           argv = [task, tick.to_s, now, queue, @keys.wake, payload]
           if unique
             lock, jid, ttl = unique
-            keys << unique_key(lock)
+            keys.push(unique_key(lock), unique_index)
             argv.push(jid, (ttl * 1000).ceil)
           end
           {1 => true, 2 => nil}.fetch(with { |redis| RECURRING.call(redis, keys, argv) }, false)

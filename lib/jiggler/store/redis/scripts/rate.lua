@@ -3,11 +3,21 @@
 -- `limit` places before the last planned one leaves the window (so waiting jobs come back in order, spaced); a job
 -- that came back and still finds no budget (it came back late), when the oldest start in the window leaves it.
 -- KEYS[1] starts (sorted set, by time), KEYS[2] plan (starts and reservations, by time), KEYS[3] the process's
--- in-flight hash, KEYS[4] scheduled set
+-- in-flight hash, KEYS[4] scheduled set, KEYS[5] index of limit keys
 -- ARGV[1] jid, ARGV[2] limit, ARGV[3] period, ARGV[4] now, ARGV[5] in-flight field, ARGV[6] "1" if reliable,
--- ARGV[7] payload, ARGV[8] schedule announcement channel
+-- ARGV[7] payload, ARGV[8] schedule announcement channel, ARGV[9] the limit's key
 -- Returns "run", the time it is due again, or "gone" (no longer in flight here).
 local limit, period, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- A key lives as long as what it holds matters (a start for a period, a plan entry for two after its time), and the
+-- index (limit key => expiry) lets clear_all find it without walking the keyspace.
+local function keep(key, expiry)
+  local ms = math.ceil((expiry - now) * 1000)
+  if redis.call("PTTL", key) < ms then
+    redis.call("PEXPIRE", key, ms)
+  end
+  redis.call("ZADD", KEYS[5], "GT", expiry, ARGV[9])
+end
+redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", now)
 local reservation = "r:" .. ARGV[1]
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - period)
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 2 * period)
@@ -17,6 +27,8 @@ if redis.call("ZCOUNT", KEYS[1], "(" .. (now - period), "+inf") < limit then
   redis.call("ZADD", KEYS[1], now, start)
   redis.call("ZREM", KEYS[2], reservation)
   redis.call("ZADD", KEYS[2], now, start)
+  keep(KEYS[1], now + period)
+  keep(KEYS[2], now + 2 * period)
   return "run"
 end
 local due
@@ -30,6 +42,7 @@ if ARGV[6] == "1" and redis.call("HDEL", KEYS[3], ARGV[5]) == 0 then
   return "gone"
 end
 redis.call("ZADD", KEYS[2], due, reservation)
+keep(KEYS[2], due + 2 * period)
 local first = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
 redis.call("ZADD", KEYS[4], due, ARGV[7])
 if first[2] == nil or due < tonumber(first[2]) then

@@ -2,7 +2,8 @@
 -- claimed (so each tick is enqueued once, whichever server asks first); by hand (tick ""), always. A job of a unique
 -- class also takes its lock: when another job holds it, the tick stays claimed and nothing is pushed (returns 2).
 -- KEYS[1] hash task => last tick, KEYS[2] hash task => last run time, KEYS[3] set of disabled tasks,
--- KEYS[4] queue list, KEYS[5] set of queue names, KEYS[6] the unique lock (only for a unique job)
+-- KEYS[4] queue list, KEYS[5] set of queue names, KEYS[6] the unique lock and KEYS[7] the index of locks (only for a
+-- unique job)
 -- ARGV[1] task, ARGV[2] tick or "", ARGV[3] now, ARGV[4] queue name, ARGV[5] wake channel, ARGV[6] payload,
 -- ARGV[7] the job's jid and ARGV[8] the lock's ttl (ms), for a unique job
 if ARGV[2] ~= "" then
@@ -15,8 +16,13 @@ if ARGV[2] ~= "" then
   end
   redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
 end
-if KEYS[6] and not redis.call("SET", KEYS[6], ARGV[7], "NX", "PX", ARGV[8]) then
-  return 2
+if KEYS[6] then
+  if not redis.call("SET", KEYS[6], ARGV[7], "NX", "PX", ARGV[8]) then
+    return 2
+  end
+  local now = math.floor(tonumber(ARGV[3]) * 1000)
+  redis.call("ZREMRANGEBYSCORE", KEYS[7], "-inf", now)
+  redis.call("ZADD", KEYS[7], now + tonumber(ARGV[8]), KEYS[6])
 end
 redis.call("HSET", KEYS[2], ARGV[1], ARGV[3])
 redis.call("SADD", KEYS[5], ARGV[4])
