@@ -134,6 +134,7 @@ module Jiggler
             "cannot be written on the job (#{problem.message}: a number beyond Float's range, like 1e400, reads as " \
             "Infinity), so it goes to the dead set as it was stored"
         end
+        @handlers.died(job, error)
         Failure.malformed(fetched, problem, Time.now.to_f)
       end
 

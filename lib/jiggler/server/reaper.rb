@@ -5,6 +5,7 @@ require_relative "failure"
 require_relative "../job_rules"
 require_relative "../unique_job"
 require_relative "../limited_job"
+require_relative "../handlers"
 
 module Jiggler
   module Server
@@ -30,6 +31,7 @@ module Jiggler
         @dead_timeout = config[:dead_timeout]
         @dead_max = config[:dead_max_jobs]
         @logger = logger
+        @handlers = Handlers.new(config, logger)
         # Jitter keeps the reapers of many processes from checking in step.
         @periodic = Periodic.new("reaper", interval: config.reaper_interval, logger: logger, jitter: 0.2, closing: @store) { reap }
       end
@@ -64,10 +66,14 @@ module Jiggler
       def recover(process)
         death = JobRules.death(@store.in_flight(process), @max_crashes)
         now = Time.now.to_f
-        failures = death.poisoned.map { |fetched, job| Failure.kill(fetched, job, poison_error(job), now) } +
-          death.unreadable.map { |fetched, error| Failure.malformed(fetched, error, now) }
+        dead = death.poisoned.map { |fetched, job| [Failure.kill(fetched, job, error = poison_error(job), now), error] } +
+          death.unreadable.map { |fetched, error| [Failure.malformed(fetched, error, now), error] }
+        failures = dead.map(&:first)
         killed = failures.any? ? @store.fail(process, failures, reliable: true, dead_cutoff: now - @dead_timeout, dead_max: @dead_max) : 0
-        free(death.poisoned) if killed.positive?
+        if killed.positive?
+          free(death.poisoned)
+          tell_death_handlers(dead)
+        end
         back = death.requeued.any? ? @store.requeue(process, death.requeued) : 0
         @store.forget(process)
         # Reapers of several processes may race for the same jobs; each reports only what it moved.
@@ -86,6 +92,13 @@ module Jiggler
           @logger.error("reaper: #{job["name"]} jid=#{job["jid"]} went to the dead set, but its lock or slot could not be " \
             "freed (their ttl will): #{error.message}")
         end
+      end
+
+      # Death handlers hear of every job that reaches the dead set, these too. (When reapers race, the one that moved
+      # any of them tells of all: a handler may hear of a job twice, never not at all.)
+      # @parameter dead [Array([Store::Failed, Exception])]
+      def tell_death_handlers(dead)
+        dead.each { |failed, error| @handlers.died(Payload.parse(failed.payload), error) }
       end
 
       def poison_error(job)

@@ -58,6 +58,8 @@ StoreTarget.describe_each("Jiggler::Server::Reaper") do
   end
 
   it "sends a job at max_crashes to the dead set as a poison job, and one it cannot read as malformed" do
+    told = []
+    Jiggler.configure { |config| config[:death_handlers] << ->(job, error) { told << [job["name"], error.class.name] } }
     died_holding(ReaperTest::GONE, [job("poison", crashes: 2)])
     assert_equal 1, reaper.reap
     died_holding(ReaperTest::GONE, ["{unreadable", job("fine")])
@@ -67,6 +69,8 @@ StoreTarget.describe_each("Jiggler::Server::Reaper") do
     assert_equal %w[Jiggler::Payload::MalformedError Jiggler::Server::Reaper::PoisonJobError], by_class.keys.sort
     assert_match(/RecordJob was running in 3 processes that died/, by_class["Jiggler::Server::Reaper::PoisonJobError"]["error_message"])
     assert_equal "{unreadable", by_class["Jiggler::Payload::MalformedError"]["raw"]
+    assert_equal [["RecordJob", "Jiggler::Server::Reaper::PoisonJobError"], ["(unreadable)", "Jiggler::Payload::MalformedError"]], told,
+      "death handlers hear of the jobs the reaper sends to the dead set"
     assert_equal ["WARN: reaper: process #{ReaperTest::GONE} died; 0 of its jobs are back in their queues, 1 went to the dead set\n",
       "WARN: reaper: process #{ReaperTest::GONE} died; 1 of its jobs are back in their queues, 1 went to the dead set\n"], logged(/reaper/)
   end
