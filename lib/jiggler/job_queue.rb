@@ -88,7 +88,7 @@ module Jiggler
 
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
-      row = first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
+      row = @db.get_first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
       row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), events(id), row[4] && Time.at(row[4]))
     end
 
@@ -102,7 +102,7 @@ module Jiggler
       where, values = Query.conditions(query)
       stored = State.dump(new_state)
       transaction do
-        id, old, type = first_row("SELECT id, state, typeof(state) FROM jobs " \
+        id, old, type = @db.get_first_row("SELECT id, state, typeof(state) FROM jobs " \
           "WHERE modified IS NOT NULL AND #{where} ORDER BY modified, id LIMIT 1", values)
         id && change_state(id, State.load(old, type), stored)
       end
@@ -123,7 +123,7 @@ module Jiggler
     def append_event(id, event)
       transaction do
         now = Time.now.to_f
-        state, type, payload = first_row("UPDATE jobs SET modified = ? WHERE id = ? RETURNING state, typeof(state), payload", [now, id])
+        state, type, payload = @db.get_first_row("UPDATE jobs SET modified = ? WHERE id = ? RETURNING state, typeof(state), payload", [now, id])
         next unless payload
         add_event(id, event, at: now)
         job_as_now(id, State.load(state, type), payload, now)
@@ -207,16 +207,13 @@ module Jiggler
     # @returns [Job | Nil] the job as it is now; nil when no job changed.
     def change_state(id, old, stored, condition = "", values = [])
       now = Time.now.to_f
-      payload, = first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} RETURNING payload",
+      payload, = @db.get_first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} RETURNING payload",
         [stored, now, id, *values])
       return unless payload
       state = state_value(stored)
       add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state}, at: now)
       job_as_now(id, state, payload, now)
     end
-
-    # The first row of a statement, prepared once (get_first_row prepares it again on every call).
-    def first_row(sql, values) = @db.execute(sql, values).first
 
     def job_as_now(id, state, payload, modified) = Job.new(id, state, JSON_CODER.load(payload), events(id), Time.at(modified))
 

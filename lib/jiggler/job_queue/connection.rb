@@ -19,6 +19,12 @@ module Jiggler
         block ? rows.each(&block) : rows.to_a
       end
 
+      # The first value of the first row, through the same cache (SQLite3::Database#get_first_value prepares the
+      # statement again on every call).
+      def get_first_value(sql, bind_vars = [])
+        execute(sql, bind_vars).first&.first
+      end
+
       def close
         @statements&.each_value(&:close)
         @statements = nil
