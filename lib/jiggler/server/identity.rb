@@ -23,11 +23,11 @@ module Jiggler
       def quiet! = @quiet = true
 
       # What the summary shows for this process.
-      # @parameter current_jobs [Hash] the jobs running now.
+      # @parameter current_jobs [Hash(String, Hash)] the jobs running now, by handle as a String (Heartbeat#running).
       # @returns [Hash]
       def info(current_jobs)
         {
-          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs.transform_keys(&:to_s), "name" => @name,
+          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
           "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
           "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
           "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname, "quiet" => @quiet == true
