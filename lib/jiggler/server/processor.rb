@@ -154,7 +154,7 @@ module Jiggler
 
       # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.
       def keep_failure(job)
-        ttl = @classes.dig(job["name"], 3) or return
+        ttl = @classes.dig(job["wrapper"] || job["name"], 3) or return
         keep_result(job, ttl) { Result.error(job["error_class"], job["error_message"]) }
       rescue => error
         @logger.error("#{job["name"]} jid=#{job["jid"]}: its error could not be stored as its result: #{error.message}")

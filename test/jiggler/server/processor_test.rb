@@ -47,6 +47,15 @@ module ProcessorTest
     def perform(number) = (number == 0) ? raise(ArgumentError, "zero") : number * 2
   end
 
+  # A wrapper class (as Active Job's is): it gets the whole payload, and its options are the job's.
+  class ResultWrapper
+    include Jiggler::Job
+
+    job_options result_ttl: 60
+
+    def perform(job) = (job["args"] == [0]) ? raise(ArgumentError, "zero") : job["args"].first
+  end
+
   class Fatal < Exception; end # rubocop:disable Lint/InheritException -- a job may raise anything
 end
 
@@ -152,6 +161,14 @@ describe Jiggler::Server::Processor do
     assert_equal ["ArgumentError", "zero"], [error.error_class, error.message[/zero\z/]]
     assert_nil run_job(payload("BatchJobs::Opaque", [], "jid" => "opaque"))
     assert_match(/not JSON-native/, assert_raises(Jiggler::JobFailed) { Jiggler.result("opaque", timeout: 1) }.message)
+  end
+
+  it "keeps the result and the error of a job run through a wrapper class, by the wrapper's result_ttl" do
+    assert_nil run_job(payload("WrappedJob", [7], "jid" => "wrapped", "wrapper" => "ProcessorTest::ResultWrapper"))
+    assert_equal 7, Jiggler.result("wrapped", timeout: 1)
+    record = run_job(payload("WrappedJob", [0], "jid" => "wrapped-zero", "wrapper" => "ProcessorTest::ResultWrapper", "retries" => 0))
+    assert_equal :dead, record.set
+    assert_raises(Jiggler::JobFailed) { Jiggler.result("wrapped-zero", timeout: 1) }
   end
 
   it "keeps no result for a job that will be retried" do
