@@ -64,6 +64,7 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       assert_equal({"default" => 1}, Jiggler.store.waiting_counts)
       free_slot
       again = fetch
+      assert_equal 1, again.size, "the job is back once its slot freed"
       fetcher.stop(1) # sends the acknowledgements it holds
       assert_equal again.map(&:handle), Jiggler.store.in_flight(GateTest::PROCESS).map(&:handle), "the new delivery was acknowledged"
       assert_equal 0, Jiggler.store.counts[:processed]
