@@ -61,6 +61,7 @@ module Jiggler
 
     def key(name, args, options) = options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
 
+    # An option's Hash with its defaults, checked for unknown keys and a key Proc (UniqueJob reads its option so too).
     def read(option, value, defaults)
       raise ArgumentError, "#{option} must be a Hash of #{defaults.keys.join(":, ")}: (got #{value.inspect})" unless value.is_a?(Hash)
       unknown = value.keys - defaults.keys
@@ -72,6 +73,7 @@ module Jiggler
       options
     end
 
+    # Checks a setting is a positive, finite Integer or number.
     def positive!(option, name, value, type)
       return if value.is_a?(type) && value.positive? && value.to_f.finite?
       raise ArgumentError, "#{option} #{name} must be #{(type == Integer) ? "an Integer" : "a number"} > 0 (got #{value.inspect})"

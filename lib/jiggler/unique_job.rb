@@ -4,6 +4,7 @@ require "digest/sha2"
 require "securerandom"
 require_relative "error"
 require_relative "payload"
+require_relative "limited_job"
 
 module Jiggler
   # Unique jobs: a class with `job_options unique: {...}` has at most one job per lock key at a time. The key is the
@@ -35,13 +36,11 @@ module Jiggler
     def options(value)
       value = {} if value == true
       raise ArgumentError, "unique must be true or a Hash of until:, key:, ttl:, on_conflict: (got #{value.inspect})" unless value.is_a?(Hash)
-      unknown = value.keys - DEFAULTS.keys
-      raise ArgumentError, "unknown unique option #{unknown.first.inspect}; known: #{DEFAULTS.keys.join(", ")}" if unknown.any?
-      options = DEFAULTS.merge(value)
+      # Read as the limits' options are: known keys, a key Proc, a finite ttl.
+      options = LimitedJob.read(:unique, value, DEFAULTS)
       check!(:until, options[:until], UNTIL)
       check!(:on_conflict, options[:on_conflict], ON_CONFLICT)
-      raise ArgumentError, "unique ttl must be a number of seconds > 0 (got #{options[:ttl].inspect})" unless options[:ttl].is_a?(Numeric) && options[:ttl].positive?
-      raise ArgumentError, "unique key must be a Proc taking the job's arguments (got #{options[:key].inspect})" unless options[:key].nil? || options[:key].respond_to?(:call)
+      LimitedJob.positive!(:unique, :ttl, options[:ttl], Numeric)
       options.freeze
     end
 

@@ -11,6 +11,7 @@ describe Jiggler::UniqueJob do
   it "checks the option, naming what is wrong" do
     assert_equal({until: :finished, ttl: 3600, on_conflict: :skip, key: nil}, Jiggler::UniqueJob.options(true))
     {{until: :done} => /until must be one of :started, :finished/, {ttl: 0} => /ttl must be a number/,
+     {ttl: Float::INFINITY} => /ttl must be a number > 0 \(got Infinity\)/,
      {on_conflict: :log} => /on_conflict must be one of/, {key: "id"} => /key must be a Proc/,
      {by: :args} => /unknown unique option :by/, "yes" => /unique must be true or a Hash/}.each do |value, message|
       assert_match message, assert_raises(ArgumentError) { Jiggler::UniqueJob.options(value) }.message
