@@ -43,9 +43,7 @@ module Jiggler
             raise ArgumentError, "batch_size must be an Integer from 1 to #{BATCH_SIZE_MAX} (got #{value.inspect})"
           end
         when :batch_interval, :result_ttl then seconds!(key, value)
-        when :unique then UniqueJob.options(value) unless value.nil? || value == false
-        when :concurrency then LimitedJob.options(value) unless value.nil?
-        when :rate then LimitedJob.rate_options(value) unless value.nil?
+        when :unique, :concurrency, :rate then nil # read once, in `merge`
         else
           raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + OPTIONAL).join(", ")}"
         end
