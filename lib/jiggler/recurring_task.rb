@@ -76,7 +76,7 @@ module Jiggler
     def enqueue(store, settings, tick, middleware:, now: ::Time.now.to_f)
       job = fields(settings, tick, now)
       write = lambda do
-        unique = [job["unique"]["lock"], job["jid"], settings.dig("unique", "ttl") || UniqueJob::DEFAULTS[:ttl]] if job["unique"].is_a?(Hash)
+        unique = [job["unique"]["lock"], job["jid"], settings.dig("unique", "ttl")] if job["unique"].is_a?(Hash)
         store.enqueue_recurring(@name, tick, job["queue"], Payload.dump(job), now: now, unique: unique)
       end
       return write.call if middleware.empty?
