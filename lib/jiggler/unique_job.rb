@@ -80,11 +80,14 @@ module Jiggler
     end
 
     # Runs a block that deletes jobs (or sends them to the dead set) from the dashboard, then releases the locks of
-    # those of them that were unique jobs.
+    # those of them that were unique jobs, when the block removed them all. When it removed fewer (a server fetched
+    # one, or the scheduler queued it, since they were read) the locks stay: which job is still there is unknown, and
+    # a lock freed under a live job would let its duplicate in; the job's run, or the lock's ttl, frees them.
     # @parameter payloads [Array(String)] the jobs' payloads, read before the block runs.
-    # @returns [Object] what the block returns.
+    # @returns [Object] what the block returns: true or how many it removed.
     def released(store, payloads)
       result = yield
+      return result unless result == true || result == payloads.size
       payloads.each do |payload|
         job = Payload.load(payload)
         release(store, job, :deleted) if job["unique"]

@@ -39,6 +39,13 @@ describe Jiggler::UniqueJob do
     assert_equal 1, Jiggler::SetActions.kill(store, :scheduled, entry.call("k1"))
     assert_equal 1, Jiggler::SetActions.delete(store, :scheduled, entry.call("d1"))
     assert_equal [nil, nil], [store.lock_holder("FailingJob:k1"), store.lock_holder("FailingJob:d1")]
+    # Read before a server fetched it: the delete finds nothing, and the running job keeps its lock.
+    job = payload(name: "FailingJob", jid: "q1", args: [1], unique: {"lock" => "FailingJob:q1", "until" => "finished"})
+    store.enqueue_unique("FailingJob:q1", "q1", 60, queue: "default", payload: job)
+    read = store.queue_entries("default")
+    store.fetch("unique-test", ["default"], limit: 1)
+    refute Jiggler::UniqueJob.released(store, read) { store.delete_queue_entry("default", read.first) }
+    assert_equal "q1", store.lock_holder("FailingJob:q1")
   end
 
   it "releases the lock when the job dies, not when it waits for a retry" do
