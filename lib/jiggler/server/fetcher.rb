@@ -41,6 +41,9 @@ module Jiggler
         @suspects = []
         @state = :running
         @pushed = true
+        # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
+        # queue and a store that can.
+        @can_wait_in_store = @reliable && @queues.size == 1 && store.respond_to?(:fetch_when_pushed)
       end
 
       # @parameter parent [Async::Task]
@@ -119,7 +122,7 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
-        run_alone if @suspects.any? && ready_to_run_alone?
+        run_alone if @suspects.any? && settled?
         # Free workers can be fewer than none while jobs taken ahead wait; a negative limit would hand tokens back.
         limit = fetching? ? [@workers.free + ahead, 0].max : 0
         return if limit <= 0 && @acks.empty?
@@ -137,8 +140,8 @@ module Jiggler
       # Takes new jobs unless a suspect waits to run alone, or runs alone.
       def fetching? = @state == :running && @suspects.empty? && @alone.nil?
 
-      # Nothing runs or waits, and every finished job is acknowledged: this process holds only its suspects.
-      def ready_to_run_alone? = @state == :running && @alone.nil? && @workers.idle? && @acks.empty? && @failures.empty?
+      # Running, and nothing runs, waits for a worker or is left to acknowledge: this process holds only its suspects.
+      def settled? = @state == :running && @alone.nil? && @workers.idle? && @acks.empty? && @failures.empty?
 
       # Puts back every suspect held but one, which then runs alone.
       def run_alone
@@ -157,13 +160,10 @@ module Jiggler
         raise
       end
 
-      # Whether to wait in the store (see `wait_for_push`): at-least-once (an interrupted wait's jobs go back), one
-      # queue, a store that can, nothing running, waiting or to acknowledge, and the last such wait was not woken in
-      # vain (a paused queue holding jobs, or another process took the job first), which would wake it again at once.
-      def wait_in_store?
-        @reliable && @queues.size == 1 && @state == :running && @store.respond_to?(:fetch_when_pushed) && !@in_vain &&
-          @workers.idle? && @acks.empty? && @failures.empty? && @suspects.empty? && @alone.nil?
-      end
+      # Whether to wait in the store (see `wait_for_push`): it can, the process is settled with no suspect held, and the
+      # last such wait was not woken in vain (a paused queue holding jobs, or another process took the job first), which
+      # would wake it again at once.
+      def wait_in_store? = @can_wait_in_store && !@in_vain && @suspects.empty? && settled?
 
       # Waits in the store for a push and hands the jobs the reply brings to the workers at once. The wait runs in a
       # task of its own, so that quiet and stop can cut it short; the fetch behind a wait cut short may have taken
@@ -212,7 +212,7 @@ module Jiggler
 
       def more_to_do?
         return false if @state == :stopped
-        return true if @acks.any? || @failures.any? || (@suspects.any? && ready_to_run_alone?)
+        return true if @acks.any? || @failures.any? || (@suspects.any? && settled?)
         fetching? && @workers.free.positive? && (@pushed || !@drained)
       end
 
