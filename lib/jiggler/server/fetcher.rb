@@ -171,16 +171,18 @@ module Jiggler
       # @returns [Boolean] whether the wait ended by itself (woken or timed out), not cut short.
       def wait_for_push
         limit = @workers.free
-        @waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do
+        waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do |task|
+          # Known before its first I/O: a quiet or stop that comes while the wait is being sent must cut it short too.
+          @waiter = task
           jobs = @store.fetch_when_pushed(@process, @queues.first, limit: limit, timeout: IDLE_POLL)
           @workers.assign(jobs) if jobs&.any?
           jobs
         rescue => error
           error # raised in the fetcher's own task, where outages are handled
         end
-        jobs = @waiter.wait
+        jobs = waiter.wait
         raise jobs if jobs.is_a?(Exception)
-        if @waiter.stopped?
+        if waiter.stopped?
           reconcile
           return false
         end

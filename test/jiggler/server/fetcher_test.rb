@@ -52,8 +52,11 @@ module FetcherTest
     def perform = raise(ArgumentError, "failed on purpose")
   end
 
-  # The real store, counting the fetches made through it, and the waits in Redis as they begin.
+  # The real store, counting the fetches made through it, and the waits in Redis as they begin (calling `on_wait`
+  # first, when set).
   class FetchCounter < SimpleDelegator
+    attr_accessor :on_wait
+
     def fetches = @fetches ||= 0
 
     def waits = @waits ||= 0
@@ -64,6 +67,7 @@ module FetcherTest
 
     def fetch_when_pushed(...)
       @waits = waits + 1
+      on_wait&.call
       __getobj__.fetch_when_pushed(...)
     end
   end
@@ -102,6 +106,7 @@ describe Jiggler::Server::Fetcher do
       listener&.stop
       workers&.stop(0)
       fetcher&.stop(1)
+      store.close # a wait cut short leaves its connection blocked in Redis, where the next test would see it
     end
   end
 
@@ -223,6 +228,21 @@ describe Jiggler::Server::Fetcher do
       assert_operator now - started, :<, 1
     end
     assert_equal({"default" => 1}, store.queue_sizes)
+  end
+
+  # The task that waits in Redis runs up to its first I/O before the fetcher hears of it: a quiet may come in between.
+  it "cuts short a wait in Redis that a quiet meets as it begins, and takes no job" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    FetcherTest::Gated.enqueue # keeps the fetcher from waiting in Redis until the quiet is in place
+    serve(store: counter) do |fetcher|
+      wait_for(message: "gated job to start") { FetcherTest::EVENTS == ["gate"] }
+      counter.on_wait = -> { fetcher.quiet }
+      FetcherTest.gate.enqueue(true)
+      wait_for(message: "a wait in Redis to begin") { counter.waits.positive? }
+      FetcherTest::Record.enqueue(1)
+      sleep 0.3
+      assert_equal [["gate"], {"default" => 1}, 0], [FetcherTest::EVENTS, store.queue_sizes, store.in_flight_count(FetcherTest::PROCESS)]
+    end
   end
 
   it "loses nothing when its connection is killed during the wait, and waits again" do
