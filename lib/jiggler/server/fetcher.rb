@@ -175,7 +175,7 @@ module Jiggler
           # Known before its first I/O: a quiet or stop that comes while the wait is being sent must cut it short too.
           @waiter = task
           jobs = @store.fetch_when_pushed(@process, @queues.first, limit: limit, timeout: IDLE_POLL)
-          @workers.assign(jobs) if jobs&.any?
+          @workers.assign(jobs, now: true) if jobs&.any? # before the loop reads other sockets (the push's wake among them)
           jobs
         rescue => error
           error # raised in the fetcher's own task, where outages are handled

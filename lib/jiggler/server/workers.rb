@@ -43,12 +43,15 @@ module Jiggler
 
       # Hands fetched jobs to the workers.
       # @parameter jobs [Array(Store::Fetched)]
-      def assign(jobs)
+      # @parameter now [Boolean] whether an idle worker starts the first job before this returns, the caller waiting its
+      #   turn, rather than once the event loop comes round.
+      def assign(jobs, now: false)
         @jobs.concat(jobs)
-        jobs.size.times do
-          idle = @idle.shift or break
-          Fiber.scheduler.push(idle)
-        end
+        woken = @idle.shift(jobs.size)
+        first = woken.shift if now
+        woken.each { |fiber| Fiber.scheduler.push(fiber) }
+        # Last: the caller may be stopped while it waits its turn, and every job is handed out by then.
+        Fiber.scheduler.resume(first) if first
       end
 
       # How many more jobs the workers can take without anything waiting.

@@ -15,7 +15,7 @@ module FetcherTest
   PROCESS = "fetcher-test:1"
 
   class << self
-    attr_accessor :gate
+    attr_accessor :gate, :on_gate
   end
 
   class Record
@@ -24,12 +24,13 @@ module FetcherTest
     def perform(value) = EVENTS << value
   end
 
-  # Records "gate", then waits for the test to let it finish.
+  # Records "gate" (calling `on_gate` when set), then waits for the test to let it finish.
   class Gated
     include Jiggler::Job
 
     def perform
       EVENTS << "gate"
+      FetcherTest.on_gate&.call
       FetcherTest.gate.dequeue
     end
   end
@@ -86,6 +87,7 @@ describe Jiggler::Server::Fetcher do
   before do
     FetcherTest::EVENTS.clear
     FetcherTest.gate = Async::Queue.new
+    FetcherTest.on_gate = nil
   end
 
   # Runs a fetcher and its workers on a real store inside a reactor, yields the fetcher, and stops both afterwards.
@@ -242,6 +244,20 @@ describe Jiggler::Server::Fetcher do
       FetcherTest::Record.enqueue(1)
       sleep 0.3
       assert_equal [["gate"], {"default" => 1}, 0], [FetcherTest::EVENTS, store.queue_sizes, store.in_flight_count(FetcherTest::PROCESS)]
+    end
+  end
+
+  # The first job a wait takes starts before the wait's task ends, which a quiet may then cut short.
+  it "starts every job a wait in Redis took, though a quiet cuts the wait short while the first one runs" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter) do |fetcher|
+      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      FetcherTest.on_gate = -> { fetcher.quiet }
+      FetcherTest::Gated.enqueue_bulk([[], []])
+      wait_for(message: "both jobs to start") { FetcherTest::EVENTS == ["gate", "gate"] }
+      2.times { FetcherTest.gate.enqueue(true) }
+      wait_for(message: "both jobs acknowledged") { settled?(2) }
+      assert_equal 1, counter.waits
     end
   end
 
