@@ -59,6 +59,22 @@ module Jiggler
 
         # The key holding a live process's description.
         def process(id) = "#{@prefix}process:#{id}"
+
+        # The key of a unique job's lock.
+        def unique(lock) = "#{@prefix}unique:#{lock}"
+
+        # The sorted set of every lock key, by expiry (ms): taking a lock adds it, releasing one removes it.
+        def unique_index = "#{@prefix}unique-index"
+
+        # A key of concurrency and rate limits: `part` alone ("keys", "counts", "index"), or `part` of one limit key
+        # ("slots", "waiting", "starts", "plan").
+        def limit(part, key = nil) = key ? "#{@prefix}limit:#{part}:#{key}" : "#{@prefix}limit:#{part}"
+
+        # A key of recurring tasks: "tasks", "ticks", "runs" or "disabled".
+        def recurring(part) = "#{@prefix}recurring:#{part}"
+
+        # A key of per-class metrics: a minute's hash, "minutes" or "total".
+        def metrics(suffix) = "#{@prefix}metrics:#{suffix}"
       end
     end
   end

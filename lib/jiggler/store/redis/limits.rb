@@ -21,7 +21,7 @@ module Jiggler
         # @parameter fetched [Fetched] the job as fetched.
         # @returns [Boolean | Nil] true: run it; false: it waits; nil: it is no longer in flight here.
         def acquire_slot(process, fetched, key:, limit:, jid:, ttl:, reliable:)
-          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.in_flight(process), limit_key("index")]
+          keys = [@keys.limit("slots", key), @keys.limit("waiting", key), @keys.limit("keys"), @keys.limit("counts"), @keys.in_flight(process), @keys.limit("index")]
           argv = [jid, limit, Time.now.to_f, ttl, key, fetched.handle.to_s, reliable ? 1 : 0, fetched.queue, fetched.payload]
           {1 => true, 0 => false}[with { |redis| GATE.call(redis, keys, argv) }]
         end
@@ -30,7 +30,7 @@ module Jiggler
         # the budget allows.
         # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
         def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
-          keys = [limit_key("starts", key), limit_key("plan", key), @keys.in_flight(process), @keys.scheduled, limit_key("index")]
+          keys = [@keys.limit("starts", key), @keys.limit("plan", key), @keys.in_flight(process), @keys.scheduled, @keys.limit("index")]
           argv = [jid, limit, period, Time.now.to_f, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake, key]
           reply = with { |redis| RATE.call(redis, keys, argv) }
           {"run" => true, "gone" => nil}.fetch(reply) { Float(reply) }
@@ -45,7 +45,7 @@ module Jiggler
         # Moves waiting jobs of keys whose slots expired. @returns [Integer] how many moved.
         def promote_expired
           with do |redis|
-            redis.call("HGETALL", limit_key("keys")).sum do |key, setting|
+            redis.call("HGETALL", @keys.limit("keys")).sum do |key, setting|
               limit, ttl = setting.split(" ")
               release(redis, key, "", Integer(limit), Float(ttl))
             end
@@ -54,7 +54,7 @@ module Jiggler
 
         # Jobs waiting for a slot, by the queue they will run in. @returns [Hash(String, Integer)]
         def waiting_counts
-          with { |redis| redis.call("HGETALL", limit_key("counts")) }.transform_values(&:to_i).select { |_, count| count.positive? }
+          with { |redis| redis.call("HGETALL", @keys.limit("counts")) }.transform_values(&:to_i).select { |_, count| count.positive? }
         end
 
         # Deletes all of the namespace's data (see AdminActions#clear_all): slots, jobs waiting for one, and rate windows
@@ -62,9 +62,9 @@ module Jiggler
         def clear_all
           super
           with do |redis|
-            limited = redis.call("ZRANGE", limit_key("index"), 0, -1) | redis.call("HKEYS", limit_key("keys"))
-            doomed = limited.flat_map { |key| %w[slots waiting starts plan].map { |part| limit_key(part, key) } }
-            doomed.push(limit_key("index"), limit_key("keys"), limit_key("counts"))
+            limited = redis.call("ZRANGE", @keys.limit("index"), 0, -1) | redis.call("HKEYS", @keys.limit("keys"))
+            doomed = limited.flat_map { |key| %w[slots waiting starts plan].map { |part| @keys.limit(part, key) } }
+            doomed.push(@keys.limit("index"), @keys.limit("keys"), @keys.limit("counts"))
             doomed.each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
           end
         end
@@ -72,11 +72,9 @@ module Jiggler
         private
 
         def release(redis, key, jid, limit, ttl)
-          keys = [limit_key("slots", key), limit_key("waiting", key), limit_key("keys"), limit_key("counts"), @keys.queues, limit_key("index")]
+          keys = [@keys.limit("slots", key), @keys.limit("waiting", key), @keys.limit("keys"), @keys.limit("counts"), @keys.queues, @keys.limit("index")]
           RELEASE.call(redis, keys, [jid, limit, Time.now.to_f, ttl, key, @keys.wake, @keys.queue("")])
         end
-
-        def limit_key(part, key = nil) = ["{#{@keys.namespace}}:limit:#{part}", key].compact.join(":")
       end
     end
   end

@@ -16,18 +16,18 @@ module Jiggler
         def add_metrics(minute, classes, retention:)
           fields = classes.flat_map { |name, counts| counts.to_fields.map { |field, value| ["#{name}|#{field}", value] } }
           return if fields.empty?
-          key = metrics_key(minute)
+          key = @keys.metrics(minute)
           with do |redis|
             redis.pipelined do |pipeline|
               fields.each do |field, value|
                 pipeline.call("HINCRBY", key, field, value)
-                pipeline.call("HINCRBY", metrics_key("total"), field, value)
+                pipeline.call("HINCRBY", @keys.metrics("total"), field, value)
               end
               expires = minute * 60 + 60 + retention.ceil # kept `retention` seconds past its end
               pipeline.call("EXPIREAT", key, expires)
               # The minutes kept, by expiry, so that clear_all finds them without walking the keyspace.
-              pipeline.call("ZADD", metrics_key("minutes"), expires, key)
-              pipeline.call("ZREMRANGEBYSCORE", metrics_key("minutes"), "-inf", Time.now.to_i)
+              pipeline.call("ZADD", @keys.metrics("minutes"), expires, key)
+              pipeline.call("ZREMRANGEBYSCORE", @keys.metrics("minutes"), "-inf", Time.now.to_i)
             end
           end
         end
@@ -36,8 +36,8 @@ module Jiggler
         def clear_all
           super
           with do |redis|
-            minutes = redis.call("ZRANGE", metrics_key("minutes"), 0, -1)
-            redis.call_v(["DEL", metrics_key("total"), metrics_key("minutes"), *minutes])
+            minutes = redis.call("ZRANGE", @keys.metrics("minutes"), 0, -1)
+            redis.call_v(["DEL", @keys.metrics("total"), @keys.metrics("minutes"), *minutes])
           end
         end
 
@@ -47,17 +47,15 @@ module Jiggler
         # @returns [Hash(Integer, Hash(String, Jiggler::Metrics::Counts))] minutes with counts only.
         def metrics(first, last)
           minutes = (first..last).to_a
-          hashes = with { |redis| redis.pipelined { |pipeline| minutes.each { |minute| pipeline.call("HGETALL", metrics_key(minute)) } } }
+          hashes = with { |redis| redis.pipelined { |pipeline| minutes.each { |minute| pipeline.call("HGETALL", @keys.metrics(minute)) } } }
           minutes.zip(hashes).filter_map { |minute, hash| [minute, metric_classes(hash)] unless hash.empty? }.to_h
         end
 
         # The counts since the store began, by class.
         # @returns [Hash(String, Jiggler::Metrics::Counts)]
-        def metrics_totals = metric_classes(with { |redis| redis.call("HGETALL", metrics_key("total")) })
+        def metrics_totals = metric_classes(with { |redis| redis.call("HGETALL", @keys.metrics("total")) })
 
         private
-
-        def metrics_key(suffix) = "{#{keys.namespace}}:metrics:#{suffix}"
 
         def metric_classes(hash)
           hash.group_by { |field, _| field.rpartition("|").first }.to_h do |name, pairs|

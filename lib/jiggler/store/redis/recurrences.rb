@@ -17,8 +17,8 @@ module Jiggler
         def save_recurring(definitions)
           with do |redis|
             redis.multi do |transaction|
-              transaction.call("DEL", recurring_key("tasks"))
-              transaction.call("HSET", recurring_key("tasks"), *definitions.flatten) if definitions.any?
+              transaction.call("DEL", @keys.recurring("tasks"))
+              transaction.call("HSET", @keys.recurring("tasks"), *definitions.flatten) if definitions.any?
             end
           end
         end
@@ -28,8 +28,8 @@ module Jiggler
         def recurring_tasks
           definitions, runs, disabled = with do |redis|
             redis.pipelined do |pipeline|
-              %w[tasks runs].each { |part| pipeline.call("HGETALL", recurring_key(part)) }
-              pipeline.call("SMEMBERS", recurring_key("disabled"))
+              %w[tasks runs].each { |part| pipeline.call("HGETALL", @keys.recurring(part)) }
+              pipeline.call("SMEMBERS", @keys.recurring("disabled"))
             end
           end
           definitions.sort.map { |name, json| [name, json, runs[name]&.to_f, !disabled.include?(name)] }
@@ -41,11 +41,11 @@ module Jiggler
         # @returns [Boolean | Nil] whether the job was pushed: false when the task is disabled or the tick already
         #   claimed; nil when the tick was claimed but another job holds the lock.
         def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f, unique: nil)
-          keys = [recurring_key("ticks"), recurring_key("runs"), recurring_key("disabled"), @keys.queue(queue), @keys.queues]
+          keys = [@keys.recurring("ticks"), @keys.recurring("runs"), @keys.recurring("disabled"), @keys.queue(queue), @keys.queues]
           argv = [task, tick.to_s, now, queue, @keys.wake, payload]
           if unique
             lock, jid, ttl = unique
-            keys.push(unique_key(lock), unique_index)
+            keys.push(@keys.unique(lock), @keys.unique_index)
             argv.push(jid, (ttl * 1000).ceil)
           end
           {1 => true, 2 => nil}.fetch(with { |redis| RECURRING.call(redis, keys, argv) }, false)
@@ -53,19 +53,15 @@ module Jiggler
 
         # Turns a task's ticks on or off for every server.
         def enable_recurring(task, enabled)
-          with { |redis| redis.call(enabled ? "SREM" : "SADD", recurring_key("disabled"), task) }
+          with { |redis| redis.call(enabled ? "SREM" : "SADD", @keys.recurring("disabled"), task) }
         end
 
         # Deletes all of the namespace's data (see AdminActions#clear_all): the tasks' claimed ticks, last runs and
         # switches included. The tasks' settings stay: servers record them only when they start, and still run them.
         def clear_all
           super
-          with { |redis| redis.call("DEL", *%w[ticks runs disabled].map { |part| recurring_key(part) }) }
+          with { |redis| redis.call("DEL", *%w[ticks runs disabled].map { |part| @keys.recurring(part) }) }
         end
-
-        private
-
-        def recurring_key(part) = "{#{@keys.namespace}}:recurring:#{part}"
       end
     end
   end

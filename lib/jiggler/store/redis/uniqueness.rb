@@ -18,33 +18,26 @@ module Jiggler
         # @parameter at [Float | Nil] schedules the job for then; nil pushes it to its queue now.
         # @returns [Boolean] whether the job was written.
         def enqueue_unique(lock, jid, ttl, queue:, payload:, at: nil)
-          keys = [unique_key(lock), @keys.queue(queue), @keys.queues, @keys.scheduled, unique_index]
+          keys = [@keys.unique(lock), @keys.queue(queue), @keys.queues, @keys.scheduled, @keys.unique_index]
           argv = [jid, (ttl * 1000).ceil, queue, @keys.wake, @keys.schedule_wake, payload, at.to_s, (Time.now.to_f * 1000).floor]
           with { |redis| UNIQUE.call(redis, keys, argv) } == 1
         end
 
         # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
-        def unlock(lock, jid) = with { |redis| UNLOCK.call(redis, [unique_key(lock), unique_index], [jid]) } == 1
+        def unlock(lock, jid) = with { |redis| UNLOCK.call(redis, [@keys.unique(lock), @keys.unique_index], [jid]) } == 1
 
         # The jid of the job holding a lock. @returns [String | Nil]
-        def lock_holder(lock) = with { |redis| redis.call("GET", unique_key(lock)) }
+        def lock_holder(lock) = with { |redis| redis.call("GET", @keys.unique(lock)) }
 
         # Deletes all of the namespace's data (see AdminActions#clear_all), every lock included: the locks are found
         # through their index, not by walking the keyspace.
         def clear_all
           super
           with do |redis|
-            locks = redis.call("ZRANGE", unique_index, 0, -1)
-            (locks << unique_index).each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
+            locks = redis.call("ZRANGE", @keys.unique_index, 0, -1)
+            (locks << @keys.unique_index).each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
           end
         end
-
-        private
-
-        def unique_key(lock) = "{#{@keys.namespace}}:unique:#{lock}"
-
-        # A sorted set of the lock keys, by expiry (ms): taking a lock adds it, releasing one removes it.
-        def unique_index = "{#{@keys.namespace}}:unique-index"
       end
     end
   end
