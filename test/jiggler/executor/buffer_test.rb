@@ -1,8 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "jiggler/executor/buffer"
-require "jiggler/executor/future"
 
 describe Jiggler::Executor::Buffer do
   def build(capacity: 10, limit: 3, interval: 60) = Jiggler::Executor::Buffer.new(capacity: capacity, limit: limit, interval: interval)

@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "jiggler/executor/future"
 
 describe Jiggler::Executor::Future do
   let(:future) { Jiggler::Executor::Future.new }
