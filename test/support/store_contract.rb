@@ -981,6 +981,20 @@ module StoreContract
         assert acquire_rate(back, limit: 1, period: 0.2)
       end
 
+      it "wakes schedulers for a job it schedules only when that job is due sooner than every other" do
+        subject.schedule([[now + 30, job(jid: "s0")]])
+        subject.push("default", Array.new(4) { |n| job(jid: "j#{n}") })
+        jobs = fetch(limit: 4)
+        rate = ->(fetched, period) { subject.acquire_rate(PROCESS, fetched, key: "K#{period}", limit: 1, period: period, jid: jid_of(fetched.payload), reliable: true) }
+        assert [rate.call(jobs[0], 60), rate.call(jobs[2], 5)].all?(true)
+        subject.wait_for_wake(0.05) # starts listening
+        assert_operator rate.call(jobs[1], 60), :>, now + 30
+        assert_nil subject.wait_for_wake(0.2), "a job due after the earliest is not announced"
+        waiter = Thread.new { subject.wait_for_wake(5) }
+        assert_operator rate.call(jobs[3], 5), :<, now + 30
+        assert_equal :schedule, waiter.value
+      end
+
       it "leaves a job that is no longer in flight for this process" do
         subject.push("default", [job(jid: "j0"), job(jid: "j1")])
         first, second = fetch(limit: 2)

@@ -40,9 +40,11 @@ module Jiggler
           db.get_first_value("SELECT at FROM rate_plan WHERE key = ? ORDER BY at DESC LIMIT 1 OFFSET ?", [key, limit - 1]) || now
         end
 
-        # Makes the fetched job a scheduled job due at `due`. @returns [Boolean] false when it is no longer ours.
+        # Makes the fetched job a scheduled job due at `due`, announced to idle schedulers when it is due sooner than
+        # the others, as `schedule` does. @returns [Boolean] false when it is no longer ours.
         def defer(queue_db, process, fetched, due, reliable)
           db = queue_db.db
+          earliest = earliest_due(db)
           if reliable
             db.execute("UPDATE jobs SET state = 'scheduled', owner = NULL, queue = NULL, run_at = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
               [due, fetched.handle, process])
@@ -51,7 +53,7 @@ module Jiggler
           else
             insert(queue_db, "scheduled", [[nil, due, fetched.payload]], "rate_limited")
           end
-          count(db, "schedules", 1)
+          count(db, "schedules", 1) if earliest.nil? || due < earliest
           true
         end
       end
