@@ -390,6 +390,7 @@ module StoreContract
         assert_raises(ArgumentError) { subject.clear_set(:queues) }
         assert_raises(ArgumentError) { subject.set_entries(:processed) }
         assert_raises(ArgumentError) { subject.reset_counter(:dead) }
+        assert_raises(ArgumentError, "a set is named by a Symbol on every store") { subject.clear_set("dead") }
       end
 
       it "clears processes, putting the jobs of gone ones back in their queues" do

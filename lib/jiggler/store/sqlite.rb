@@ -133,7 +133,7 @@ module Jiggler
       end
 
       def set_state(set)
-        raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set.to_s)
+        raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}" unless set.is_a?(Symbol) && SETS.include?(set.to_s)
         set.to_s
       end
     end
