@@ -80,16 +80,15 @@ module Jiggler
       # Runs `block` inside every middleware, the first added outermost.
       # @parameter args [Array] what each middleware's `call` takes before its block.
       # @returns [Object] the block's value, or nil when a middleware did not yield.
-      def invoke(*args, &block)
-        list = middlewares
-        step = lambda do |index|
-          next yield if index == list.size
-          list[index].call(*args) { step.call(index + 1) }
-        end
-        step.call(0)
-      end
+      def invoke(*args, &block) = call_from(middlewares, 0, args, &block)
 
       private
+
+      # Calls the middleware at `index`, which yields to the next one, and the last to `block`.
+      def call_from(list, index, args, &block)
+        return yield if index == list.size
+        list[index].call(*args) { call_from(list, index + 1, args, &block) }
+      end
 
       def middlewares
         @built ||= @entries.map(&:build)
