@@ -42,8 +42,8 @@ module Jiggler
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = batcher(config, logger)
-          limits = Store.dedicated(config) # moves jobs waiting on slots that expired (LimitedJob's ttl)
-          @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger, closing: limits) { limits.promote_expired }
+          # Moves jobs waiting on slots that expired (LimitedJob's ttl), through the pool the gate takes slots from.
+          @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger) { @client_store.promote_expired }
           @cron = cron(config, logger) if config[:recurring].any?
         end
         # Worker fibers count runs without a lock; this hands the counts to the heartbeat thread.

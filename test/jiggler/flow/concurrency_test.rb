@@ -5,7 +5,8 @@ require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Concurrency limits run by real servers: a limit of 2 over 200 jobs of 100 ms never has a third running, across two
-# servers of 10 workers, while jobs of another class in the same queue keep flowing; a killed server's slots come back.
+# servers of 10 workers, while jobs of another class in the same queue keep flowing; a slot whose ttl is over goes to the
+# job that waits; a killed server's slots come back.
 # On each store.
 StoreTarget.describe_each("concurrency limits") do
   include FlowServers
@@ -32,6 +33,17 @@ StoreTarget.describe_each("concurrency limits") do
     wait_for(timeout: 40, message: "200 limited jobs to end") { lines.count { |event, *| event == "end" } == 200 }
     assert_equal 2, most_at_once(lines), File.read(@record).lines.reject { |line| line.start_with?("other") }.sort_by { |line| line.split.last.to_f }.join
     assert_equal({}, target_store.waiting_counts)
+  end
+
+  # The ttl is the safety net for a holder that never gives its slot back: the server's limiter loop frees the slot once
+  # the ttl is over, and the job that waited runs.
+  it "runs a waiting job once the slot's ttl is over, though its holder still runs" do
+    start({"FLOW_POLL_INTERVAL" => "0.5"})
+    ShortSlotJob.enqueue_bulk([[4], [4]])
+    wait_for(timeout: 10, message: "the second job to start") { lines.count { |event, *| event == "held" } == 2 }
+    first, second = lines.select { |event, *| event == "held" }.map { |_, _, at| at.to_f }
+    assert_empty lines.select { |event, *| event == "freed" }, "the second job started while the first ran"
+    assert_operator second - first, :>=, 1, "not before the ttl was over"
   end
 
   it "gets the slots of a server killed -9 back within recovery_timeout" do
