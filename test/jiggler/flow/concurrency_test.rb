@@ -39,7 +39,7 @@ StoreTarget.describe_each("concurrency limits") do
   # the ttl is over, and the job that waited runs.
   it "runs a waiting job once the slot's ttl is over, though its holder still runs" do
     start({"FLOW_POLL_INTERVAL" => "0.5"})
-    ShortSlotJob.enqueue_bulk([[4], [4]])
+    ShortSlotJob.enqueue_bulk([[10], [10]])
     wait_for(timeout: 10, message: "the second job to start") { lines.count { |event, *| event == "held" } == 2 }
     first, second = lines.select { |event, *| event == "held" }.map { |_, _, at| at.to_f }
     assert_empty lines.select { |event, *| event == "freed" }, "the second job started while the first ran"
