@@ -119,6 +119,9 @@ describe Jiggler::Server::Fetcher do
   # The ids of the connections blocked in a wait for a push (BLMOVE).
   def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
 
+  # Whether the fetcher counted by `counter` began a wait in Redis, and Redis shows a connection blocked in one.
+  def waiting?(counter) = counter.waits.positive? && waiting_in_redis.any?
+
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   it "runs pushed jobs and acknowledges them to the store" do
@@ -206,21 +209,22 @@ describe Jiggler::Server::Fetcher do
   it "takes a job pushed while it is idle in the reply to its wait in Redis, without the listener" do
     counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
     serve(store: counter, listen: false) do
-      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      wait_for(message: "a wait in Redis") { waiting?(counter) }
       fetches = counter.fetches
       pushed = now
       FetcherTest::Record.enqueue(1)
       wait_for(message: "the job to run") { FetcherTest::EVENTS.any? }
       assert_operator now - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
-      wait_for(message: "the job acknowledged") { settled?(1) }
-      assert_equal fetches, counter.fetches - 1, "one fetch, to acknowledge the job, and none to take it"
+      # Counted once its reply is read, which may be after Redis shows the job acknowledged.
+      wait_for(message: "the job acknowledged") { settled?(1) && counter.fetches > fetches }
+      assert_equal fetches + 1, counter.fetches, "one fetch, to acknowledge the job, and none to take it"
     end
   end
 
   it "stops at once while waiting in Redis, and once quiet there takes no job" do
     counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
     serve(store: counter) do |fetcher|
-      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      wait_for(message: "a wait in Redis") { waiting?(counter) }
       fetcher.quiet
       FetcherTest::Record.enqueue(1)
       sleep 0.3
@@ -264,7 +268,7 @@ describe Jiggler::Server::Fetcher do
   it "loses nothing when its connection is killed during the wait, and waits again" do
     counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
     serve(store: counter, listen: false) do
-      wait_for(message: "a wait in Redis") { waiting_in_redis.any? }
+      wait_for(message: "a wait in Redis") { waiting?(counter) }
       killed = waiting_in_redis.first
       # The job and the kill in one step: the wait is cut before Redis serves it the job.
       redis.multi do |transaction|
