@@ -12,8 +12,8 @@ module Jiggler
       # when what they hold no longer matters, and a sorted set indexes them by expiry, so that clear_all finds them
       # without walking the keyspace. Each step is one script.
       module Limits
-        GATE = Script.new("gate")
-        RELEASE = Script.new("release")
+        GATE = Script.new("gate", parts: %w[slot])
+        RELEASE = Script.new("release", parts: %w[slot])
         RATE = Script.new("rate")
         private_constant :GATE, :RELEASE, :RATE
 

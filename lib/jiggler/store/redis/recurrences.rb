@@ -9,7 +9,7 @@ module Jiggler
       # settings as JSON, the last tick claimed, the last run time) and a set of disabled tasks. A tick is claimed
       # and its job pushed in one script, so each tick is enqueued once however many servers ask.
       module Recurrences
-        RECURRING = Script.new("recurring")
+        RECURRING = Script.new("recurring", parts: %w[lock])
         private_constant :RECURRING
 
         # Records the tasks servers run, for the dashboard; tasks no longer named are dropped (their state stays).

@@ -10,8 +10,11 @@ module Jiggler
         DIRECTORY = ::File.expand_path("scripts", __dir__)
 
         # @parameter name [String] the file name without ".lua".
-        def initialize(name)
-          @source = ::File.read(::File.join(DIRECTORY, "#{name}.lua")).freeze
+        # @parameter parts [Array(String)] files of scripts/parts/ (Lua functions that several scripts share), put
+        #   before the script's own source.
+        def initialize(name, parts: [])
+          files = parts.map { |part| ::File.join(DIRECTORY, "parts", "#{part}.lua") } << ::File.join(DIRECTORY, "#{name}.lua")
+          @source = files.map { |file| ::File.read(file) }.join("\n").freeze
           @sha = Digest::SHA1.hexdigest(@source).freeze
         end
 

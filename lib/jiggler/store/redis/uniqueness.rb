@@ -8,7 +8,7 @@ module Jiggler
       # Unique jobs' locks in Redis (see ../contract.md, "Unique jobs"): one key per lock, holding the jid of the job
       # that holds it, with an expiry. Taking the lock and writing the job are one script.
       module Uniqueness
-        UNIQUE = Script.new("unique")
+        UNIQUE = Script.new("unique", parts: %w[lock])
         UNLOCK = Script.new("unlock")
         private_constant :UNIQUE, :UNLOCK
 

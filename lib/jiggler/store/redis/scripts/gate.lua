@@ -4,19 +4,11 @@
 -- KEYS[4] hash of queue => jobs waiting, KEYS[5] the process's in-flight hash, KEYS[6] index of keys with slots
 -- ARGV[1] jid, ARGV[2] limit, ARGV[3] now, ARGV[4] ttl, ARGV[5] key, ARGV[6] in-flight field, ARGV[7] "1" if reliable,
 -- ARGV[8] queue, ARGV[9] payload
--- Returns 1 (run it), 0 (it waits) or 2 (it is no longer in flight here: leave it).
+-- Returns 1 (run it), 0 (it waits) or 2 (it is no longer in flight here: leave it). Uses parts/slot.lua.
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[3])
 if redis.call("ZSCORE", KEYS[1], ARGV[1]) or redis.call("ZCARD", KEYS[1]) < tonumber(ARGV[2]) then
-  local expiry = tonumber(ARGV[3]) + tonumber(ARGV[4])
-  redis.call("ZADD", KEYS[1], expiry, ARGV[1])
-  -- The slots' key lives as long as its last slot, and the index (key => expiry) lets clear_all find it without
-  -- walking the keyspace.
-  local ttl = math.ceil(tonumber(ARGV[4]) * 1000)
-  if redis.call("PTTL", KEYS[1]) < ttl then
-    redis.call("PEXPIRE", KEYS[1], ttl)
-  end
   redis.call("ZREMRANGEBYSCORE", KEYS[6], "-inf", ARGV[3])
-  redis.call("ZADD", KEYS[6], "GT", expiry, ARGV[5])
+  hold_slot(KEYS[1], KEYS[6], ARGV[5], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
   return 1
 end
 if ARGV[7] == "1" and redis.call("HDEL", KEYS[5], ARGV[6]) == 0 then

@@ -6,6 +6,7 @@
 -- unique job)
 -- ARGV[1] task, ARGV[2] tick or "", ARGV[3] now, ARGV[4] queue name, ARGV[5] wake channel, ARGV[6] payload,
 -- ARGV[7] the job's jid and ARGV[8] the lock's ttl (ms), for a unique job
+-- Uses parts/lock.lua.
 if ARGV[2] ~= "" then
   if redis.call("SISMEMBER", KEYS[3], ARGV[1]) == 1 then
     return 0
@@ -16,13 +17,8 @@ if ARGV[2] ~= "" then
   end
   redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
 end
-if KEYS[6] then
-  if not redis.call("SET", KEYS[6], ARGV[7], "NX", "PX", ARGV[8]) then
-    return 2
-  end
-  local now = math.floor(tonumber(ARGV[3]) * 1000)
-  redis.call("ZREMRANGEBYSCORE", KEYS[7], "-inf", now)
-  redis.call("ZADD", KEYS[7], now + tonumber(ARGV[8]), KEYS[6])
+if KEYS[6] and not take_lock(KEYS[6], KEYS[7], ARGV[7], ARGV[8], math.floor(tonumber(ARGV[3]) * 1000)) then
+  return 2
 end
 redis.call("HSET", KEYS[2], ARGV[1], ARGV[3])
 redis.call("SADD", KEYS[5], ARGV[4])

@@ -2,12 +2,10 @@
 -- KEYS[1] lock, KEYS[2] queue list, KEYS[3] set of queue names, KEYS[4] scheduled set, KEYS[5] index of locks
 -- ARGV[1] jid, ARGV[2] ttl (ms), ARGV[3] queue name, ARGV[4] wake channel, ARGV[5] schedule announcement channel,
 -- ARGV[6] payload, ARGV[7] run-at time, or "" for now, ARGV[8] now (ms)
-if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+-- Uses parts/lock.lua.
+if not take_lock(KEYS[1], KEYS[5], ARGV[1], ARGV[2], tonumber(ARGV[8])) then
   return 0
 end
--- The index (lock key => expiry) lets clear_all find the locks without walking the keyspace.
-redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", ARGV[8])
-redis.call("ZADD", KEYS[5], tonumber(ARGV[8]) + tonumber(ARGV[2]), KEYS[1])
 if ARGV[7] == "" then
   redis.call("SADD", KEYS[3], ARGV[3])
   if redis.call("LPUSH", KEYS[2], ARGV[6]) == 1 then
