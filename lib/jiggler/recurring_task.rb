@@ -85,11 +85,6 @@ module Jiggler
       pushed
     end
 
-    # The job's payload, as a client would write it, marked with the task and its tick.
-    # @parameter settings [Hash] the job's settings (see `job_settings`).
-    # @returns [String] JSON.
-    def payload(settings, tick, now: ::Time.now.to_f) = Payload.dump(fields(settings, tick, now))
-
     # The queue the job goes to: the task's, else the class's. @parameter settings [Hash] see `job_settings`.
     def queue_for(settings) = @queue || settings["queue"]
 
@@ -120,7 +115,8 @@ module Jiggler
 
     private
 
-    # The job as a payload Hash (see `payload`), with the "limits" and "unique" fields a client would write.
+    # The job as a payload Hash, marked with the task and its tick, with the "limits" and "unique" fields a client
+    # would write.
     def fields(settings, tick, now)
       fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(settings),
                 "retries" => settings["retries"], "created_at" => now}

@@ -12,6 +12,12 @@ describe Jiggler::RecurringTask do
 
   def error(**settings) = assert_raises(Jiggler::Config::InvalidError) { task(**settings) }.message
 
+  # The job a task enqueues for a tick, as the store holds it.
+  def enqueued(task, settings, tick)
+    assert task.enqueue(store, settings, tick, middleware: Jiggler::Middleware::Chain.new)
+    Jiggler::Payload.load(store.queue_entries(task.queue_for(settings)).first)
+  end
+
   it "reads cron lines and phrases, and finds the ticks around a time" do
     assert_equal 120, task(schedule: "every minute").tick_at_or_before(179.5)
     assert_equal 180, task(schedule: "every minute").tick_at_or_before(180.0)
@@ -32,10 +38,10 @@ describe Jiggler::RecurringTask do
   end
 
   it "writes a payload for the class's queue unless the task names one, marked with its task and tick" do
-    payload = Jiggler::Payload.load(task(args: [7]).payload({"queue" => "low", "retries" => 2}, 60))
+    payload = enqueued(task(args: [7]), {"queue" => "low", "retries" => 2}, 60)
     assert_equal({"task" => "report", "tick" => 60}, payload["recurring"])
     assert_equal ["TickJob", [7], "low", 2], payload.values_at("name", "args", "queue", "retries")
-    assert_equal "mail", Jiggler::Payload.load(task(queue: "mail").payload({"queue" => "low", "retries" => 2}, nil))["queue"]
+    assert_equal "mail", enqueued(task(queue: "mail"), {"queue" => "low", "retries" => 2}, nil)["queue"]
   end
 
   it "works out once the limits and the lock its class's options give its fixed arguments, as a client would" do
@@ -47,7 +53,7 @@ describe Jiggler::RecurringTask do
     assert_equal client["limits"], settings["limits"]
     assert_equal({"lock" => "TickJob:acme", "until" => "started", "ttl" => 3600}, settings["unique"])
     read, stored = Jiggler::RecurringTask.from_h("report", JSON.parse(JSON.generate(task(args: ["acme", 1]).to_h(settings))))
-    payload = Jiggler::Payload.load(read.payload(stored, 60))
+    payload = enqueued(read, stored, 60)
     assert_equal [client["limits"], {"lock" => "TickJob:acme", "until" => "started"}, "default", 25], payload.values_at("limits", "unique", "queue", "retries")
     assert_equal ["default", 25], Jiggler::RecurringTask.from_h("report", {"class" => "TickJob", "schedule" => "every minute"}).last.values_at("queue", "retries")
     failing = Jiggler::Job::Options.merge(Jiggler::Job::Options::DEFAULTS, {unique: {key: ->(account) { account.fetch(:id) }}})
