@@ -40,9 +40,9 @@ StoreTarget.describe_each("concurrency limits") do
   it "runs a waiting job once the slot's ttl is over, though its holder still runs" do
     start({"FLOW_POLL_INTERVAL" => "0.5"})
     ShortSlotJob.enqueue_bulk([[10], [10]])
-    wait_for(timeout: 10, message: "the second job to start") { lines.count { |event, *| event == "held" } == 2 }
-    first, second = lines.select { |event, *| event == "held" }.map { |_, _, at| at.to_f }
-    assert_empty lines.select { |event, *| event == "freed" }, "the second job started while the first ran"
+    wait_for(timeout: 10, message: "the second job to start") { lines.count { |event, *| event == "start" } == 2 }
+    first, second = lines.select { |event, *| event == "start" }.map { |_, _, at| at.to_f }
+    assert_empty lines.select { |event, *| event == "end" }, "the second job started while the first ran"
     assert_operator second - first, :>=, 1, "not before the ttl was over"
   end
 
