@@ -18,7 +18,8 @@ describe Jiggler::Config do
     done_retention: ["a positive number of seconds", [0, -1, "3600", nil, Float::INFINITY]],
     metrics: ["true or false", [nil, "true", 1]],
     metrics_retention: ["a positive number of seconds", [0, -60, "3600", nil, Float::INFINITY]],
-    sqlite_path: ["a non-empty String", ["", "  ", ":memory:", :jobs, 1]],
+    sqlite_path: ["a non-empty String", ["", "  ", ":memory:", "file:jobs?mode=memory&cache=shared", "file::memory:?cache=shared",
+      "file:jobs.db?vfs=memdb", :jobs, 1]],
     sqlite_synchronous: ["\"normal\" or \"full\"", ["off", :fast, 1, nil]],
     client_async: ["true or false", [nil, "true", 1, 0, :yes]],
     poller_enabled: ["true or false", [nil, "false", 1, 0, :no]],
@@ -90,7 +91,7 @@ describe Jiggler::Config do
         end
       end
       error = assert_raises(Jiggler::Config::InvalidError) { config[:redis_url] = "redis://u:pw-123@[::1" }
-      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got "redis://***@[::1"))
+      assert_includes error.message, %(config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got a malformed URL (scheme "redis"; the rest not shown)))
     end
 
     it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, naming the variable" do

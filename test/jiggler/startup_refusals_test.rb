@@ -106,7 +106,7 @@ describe "jiggler and jiggler web refusing to start" do
 
   describe "the SQLite store" do
     it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, creating nothing" do
-      ["", ":memory:"].each do |path|
+      ["", ":memory:", "file:jobs?mode=memory&cache=shared", "file::memory:?cache=shared"].each do |path|
         env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path}
         assert_both_refused(/JIGGLER_SQLITE_PATH must be a non-empty String naming a file .*\(got #{Regexp.escape(path.inspect)}\)/, env: env)
       end
@@ -122,9 +122,19 @@ describe "jiggler and jiggler web refusing to start" do
   end
 
   describe "Redis" do
-    it "refuses a malformed REDIS_URL without printing its password" do
-      ["http://user:#{password}@localhost/0", "redis://:#{password}@[::1"].each do |url|
-        assert_both_refused(/REDIS_URL must be a redis:\/\/, rediss:\/\/, unix:\/\/ or redis\+sentinel:\/\/ URL \(got "\w+:\/\/\*\*\*@/, env: {"REDIS_URL" => url})
+    it "refuses a malformed REDIS_URL without printing its password: server, dashboard and admin command" do
+      ["http://user:#{password}@localhost/0", "redis://:#{password}@[::1", "redis:/:#{password}@localhost:6379",
+        "redis//:#{password}@localhost:6379", ":#{password}@localhost:6379", "redis://user:#{password} @localhost",
+        "redis://:#{password}@localhost:6379/0 "].each do |url|
+        refusal = /REDIS_URL must be a redis:\/\/, rediss:\/\/, unix:\/\/ or redis\+sentinel:\/\/ URL \(got (a malformed|"http:\/\/\*\*\*@)/
+        assert_both_refused(refusal, env: {"REDIS_URL" => url})
+        assert_refused(*run_command("status", env: {"REDIS_URL" => url}), refusal)
+      end
+    end
+
+    it "refuses a REDIS_URL whose database is not a non-negative integer, in one line" do
+      ["redis://:#{password}@127.0.0.1:6379/abc", "redis://127.0.0.1:6379/-1"].each do |url|
+        assert_both_refused(/REDIS_URL must name its database by a non-negative integer/, env: {"REDIS_URL" => url})
       end
     end
 

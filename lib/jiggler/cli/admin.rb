@@ -3,7 +3,7 @@
 require "optparse"
 require_relative "../cli"
 require_relative "../web/stats"
-require_relative "sweep"
+require_relative "../set_actions"
 require_relative "admin_text"
 
 module Jiggler
@@ -147,7 +147,7 @@ module Jiggler
       end
 
       def sweep(command, set, name)
-        count = Sweep.new(store, set, name: name).call(SET_ACTIONS.fetch(command))
+        count = SetActions.sweep(store, set, SET_ACTIONS.fetch(command), name: name)
         {"set" => SETS.key(set).then { |key| (key == "retry") ? "retries" : key }, "class" => name, "count" => count}
       end
 

@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
-require "uri"
+require_relative "redaction"
+require_relative "redis_url"
+require_relative "sqlite_path"
 
 module Jiggler
   class Config
@@ -15,9 +17,6 @@ module Jiggler
       # queue and class) or braces (Redis hash tags); short enough for keys, logs and URLs.
       QUEUE_NAME = /\A[[:graph:]&&[^|{}]]{1,128}\z/
       QUEUE_NAME_RULE = "a queue name: 1 to 128 printable characters of valid UTF-8, without spaces, '|' or braces"
-      REDIS_URL = %r{\A(redis|rediss|unix|redis\+sentinel)://.+}
-      # The credentials of a URL in a text: everything from `scheme://` to the last `@` of the word.
-      CREDENTIALS = %r{(\b[a-z][a-z0-9+.-]*://)\S*@}i
 
       module_function
 
@@ -32,9 +31,9 @@ module Jiggler
           positive_number(key, value)
         when :client_async, :poller_enabled, :metrics then boolean(key, value)
         when :environment, :require, :config_file, :recurring_file then optional_string(key, value)
-        when :sqlite_path then sqlite_path(value)
+        when :sqlite_path then SQLitePath.check(value)
         when :sqlite_synchronous then synchronous(value)
-        when :redis_url then redis_url(value)
+        when :redis_url then RedisURL.check(value)
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
@@ -105,31 +104,10 @@ module Jiggler
         [name, priority]
       end
 
-      def redis_url(value)
-        return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value) && uri?(value))
-        raise InvalidError, "config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got #{redact(value.inspect)})"
-      end
-
-      # A text with the credentials of every URL in it replaced by "***", for messages and logs.
+      # A text with the credentials of every URL in it replaced by "***", for messages and logs (see Redaction).
       # @parameter text [String]
       # @returns [String]
-      def redact(text) = text.to_s.gsub(CREDENTIALS, '\1***@')
-
-      # A Sentinel URL lists several hosts, which URI does not parse: Store::Redis::SentinelURL checks its form.
-      def uri?(value)
-        return true if value.start_with?("redis+sentinel://")
-        URI.parse(value)
-        true
-      rescue URI::InvalidURIError
-        false
-      end
-
-      # A file that other processes open too: "" and ":memory:" would give each connection a private database, so jobs
-      # enqueued there would never run.
-      def sqlite_path(value)
-        return value if value.nil? || (value.is_a?(String) && !value.strip.empty? && value != ":memory:")
-        fail!(:sqlite_path, "a non-empty String naming a file (not \":memory:\", a database no other process sees)", value)
-      end
+      def redact(text) = Redaction.text(text)
 
       def processes(value)
         return "auto" if value.to_s == "auto"

@@ -4,6 +4,7 @@ require "monitor"
 require_relative "../job_queue"
 require_relative "../error"
 require_relative "connection_error"
+require_relative "../config/sqlite_path"
 require_relative "sqlite/queue_path"
 require_relative "sqlite/wake"
 require_relative "sqlite/registry"
@@ -88,9 +89,16 @@ module Jiggler
       private
 
       def job_queue
-        @queue ||= JobQueue.new(@path, synchronous: @synchronous)
+        @queue ||= JobQueue.new(file_path, synchronous: @synchronous)
       rescue JobQueue::OpenError => error
         raise ConnectionError, error.message
+      end
+
+      # The path, unless it names an in-memory database: checked here too, for a store built without a Config.
+      def file_path
+        return @path unless Config::SQLitePath.in_memory?(@path.to_s)
+        raise ConnectionError, "sqlite_path (JIGGLER_SQLITE_PATH) #{@path.inspect} is an in-memory database that " \
+          "no other process sees, so its jobs would never run: name a file"
       end
 
       # A write transaction.

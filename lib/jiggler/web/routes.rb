@@ -124,8 +124,7 @@ module Jiggler
         router.post("/:set/all") do
           set = SETS[route_params["set"]] || not_found
           case param("do")
-          when "run" then Routes.enqueue_all(store, set)
-          when "delete" then store.clear_set(set)
+          when "run", "delete" then SetActions.sweep(store, set, param("do").to_sym)
           else halt(400, "unknown action")
           end
           redirect("/#{route_params["set"]}")
@@ -159,14 +158,6 @@ module Jiggler
         store.history(jid) if store.respond_to?(:history)
       rescue Store::ConnectionError
         nil # an unreadable row elsewhere in the file must not take the job's page down
-      end
-
-      # Moves every entry of a set to its queue, a page at a time, until none is left that can be moved.
-      def self.enqueue_all(store, set)
-        loop do
-          entries = store.set_entries(set, limit: 100).filter_map { |payload, score| Entry.new(payload, score).then { |entry| [score, entry.jid] if entry.jid } }
-          break if entries.empty? || SetActions.run(store, set, entries).zero?
-        end
       end
     end
   end

@@ -9,7 +9,8 @@ module Jiggler
       # and pages of queues and sets. It reads only the keys it knows by name: no SCAN of the keyspace.
       module Admin
         FILTER_CHUNK = 1000
-        private_constant :FILTER_CHUNK
+        SCAN_CHUNK = 1000
+        private_constant :FILTER_CHUNK, :SCAN_CHUNK
 
         # The counters and set sizes.
         # @returns [Hash(Symbol, Integer)] processed, failures, scheduled, retry and dead.
@@ -49,6 +50,25 @@ module Jiggler
           set_range(set, offset, offset + limit - 1, reverse)
         end
 
+        # Yields every entry of a sorted set, soonest first, reading it a chunk at a time from a score on, so that
+        # entries moved meanwhile (by this caller or a server) shift nothing: each read costs the same, whatever the
+        # set's size.
+        # @yields {|payload, score| ...}
+        # @returns [Enumerator] without a block.
+        def each_set_entry(set, &block)
+          return enum_for(:each_set_entry, set) unless block
+          from = "-inf"
+          skip = 0 # entries already read that have the score `from`
+          loop do
+            chunk = set_chunk(set, from, skip)
+            chunk.each(&block)
+            return if chunk.size < SCAN_CHUNK
+            last = chunk.last.last
+            skip = ((last == from) ? skip : 0) + chunk.count { |_, score| score == last }
+            from = last
+          end
+        end
+
         # Finds one entry of a sorted set by its score and jid.
         # @returns [String | Nil] its payload.
         def set_entry(set, score, jid)
@@ -56,6 +76,11 @@ module Jiggler
         end
 
         private
+
+        def set_chunk(set, from, skip)
+          command = ["ZRANGE", @keys.set(set), from, "+inf", "BYSCORE", "LIMIT", skip, SCAN_CHUNK, "WITHSCORES"]
+          with { |redis| redis.call_v(command) }
+        end
 
         def set_range(set, first, last, reverse)
           command = ["ZRANGE", @keys.set(set), first, last]

@@ -1,11 +1,16 @@
 # frozen_string_literal: true
 
+require_relative "script"
+
 module Jiggler
   module Store
     class Redis
       # The acting side of the admin role of the Redis store, used by the Cleaner and the web dashboard: deletes,
       # moves, pauses and clears. Each move of a job is one script, so a job stays in exactly one place.
       module AdminActions
+        CLEAR = Script.new("clear")
+        private_constant :CLEAR
+
         # Deletes entries of a sorted set.
         # @parameter entries [Array([Float, String])] score and jid of each.
         # @returns [Integer] how many were deleted.
@@ -60,15 +65,12 @@ module Jiggler
         # @returns [Array(String)] the names of the paused queues, sorted.
         def paused_queues = with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
 
-        # Deletes a queue and its jobs, batch items waiting for it included.
+        # Deletes a queue and its jobs, batch items waiting for it included, releasing the unique jobs' locks.
+        # @returns [Integer] how many jobs the queue held.
         def clear_queue(name)
-          with do |redis|
-            redis.pipelined do |pipeline|
-              pipeline.call("DEL", @keys.queue(name))
-              pipeline.call("SREM", @keys.queues, name)
-            end
-          end
+          count = clear_releasing(@keys.queue(name), "list", name)
           clear_batches(name)
+          count
         end
 
         # Deletes every queue and its jobs, batch items included.
@@ -77,10 +79,9 @@ module Jiggler
           clear_batches
         end
 
-        # Empties the scheduled, retry or dead set.
-        def clear_set(set)
-          with { |redis| redis.call("DEL", @keys.set(set)) }
-        end
+        # Empties the scheduled, retry or dead set, releasing the unique jobs' locks.
+        # @returns [Integer] how many jobs it held.
+        def clear_set(set) = clear_releasing(@keys.set(set), "set", "")
 
         # Sets the processed or failures counter to zero.
         def reset_counter(counter)
@@ -99,7 +100,22 @@ module Jiggler
 
         private
 
-        def find_members(set, entries) = entries.filter_map { |score, jid| set_entry(set, score, jid) }.uniq
+        # Deletes a list or sorted set in one step, then releases the locks its unique jobs held (each only if that
+        # job still holds it), as deleting one of them does.
+        def clear_releasing(key, type, name)
+          count, held = with { |redis| CLEAR.call(redis, [key, @keys.queues], [type, name]) }
+          held.each_slice(2) { |lock, jid| unlock(lock, jid) }
+          count
+        end
+
+        # The members that entries name, looked up in one round trip: a sweep finds thousands at a time.
+        def find_members(set, entries)
+          key = @keys.set(set)
+          found = with do |redis|
+            redis.pipelined { |pipeline| entries.each { |score, _| pipeline.call("ZRANGE", key, score, score, "BYSCORE") } }
+          end
+          entries.zip(found).filter_map { |(_, jid), members| members.find { |member| jid_of(member) == jid } }.uniq
+        end
       end
     end
   end

@@ -2,6 +2,7 @@
 
 require "redis-client"
 require_relative "sentinel_url"
+require_relative "../../config/redaction"
 
 module Jiggler
   module Store
@@ -30,9 +31,13 @@ module Jiggler
 
         # @parameter url [String] a redis://, rediss://, unix:// or redis+sentinel:// (see SentinelURL) URL.
         # @returns [RedisClient::Config]
+        # @raises [Config::InvalidError] for a URL redis-client cannot read, showing it redacted.
         def config(url)
           return SentinelURL.new(url).config(reconnect_attempts: 0, **TIMEOUTS) if SentinelURL.match?(url)
           ::RedisClient.config(url: url, reconnect_attempts: 0, **TIMEOUTS)
+        rescue ArgumentError, URI::InvalidURIError # their messages quote the URL, password included
+          raise Jiggler::Config::InvalidError,
+            "redis_url: redis-client cannot read #{Jiggler::Config::Redaction.url(url)} as a Redis URL"
         end
 
         # A pool for threads (and plain Ruby): ConnectionPool of `size` connections.

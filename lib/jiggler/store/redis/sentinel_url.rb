@@ -3,6 +3,7 @@
 require "uri"
 require "redis-client"
 require_relative "../../config"
+require_relative "../../config/redaction"
 
 module Jiggler
   module Store
@@ -69,7 +70,7 @@ module Jiggler
 
         def unescape(text) = (text.nil? || text.empty?) ? nil : URI::DEFAULT_PARSER.unescape(text)
 
-        def redacted(url) = url.sub(%r{//[^@/]*@}, "//[redacted]@").sub(/sentinel_password=[^&]*/, "sentinel_password=[redacted]")
+        def redacted(url) = Jiggler::Config::Redaction.url(url)
       end
     end
   end

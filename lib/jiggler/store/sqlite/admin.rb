@@ -7,7 +7,10 @@ module Jiggler
       # dashboard.
       module Admin
         FILTER = "(instr(json_extract(payload, '$.name'), ?) > 0 OR instr(json_extract(payload, '$.jid'), ?) > 0)"
-        private_constant :FILTER
+        SCAN_CHUNK = 1000
+        # The entries after the last one read, in the order of the (state, run_at) index, which ends with the id.
+        AFTER = "state = ? AND (run_at, id) > (?, ?) ORDER BY run_at, id LIMIT #{SCAN_CHUNK}"
+        private_constant :FILTER, :SCAN_CHUNK, :AFTER
 
         # @returns [Hash(Symbol, Integer)] processed, failures, scheduled, retry and dead.
         def counts
@@ -38,6 +41,22 @@ module Jiggler
           order = reverse ? "run_at DESC, id DESC" : "run_at, id"
           values = [set_state(set), *([filter, filter] if filter), limit, offset]
           with { |db| db.execute("SELECT payload, run_at FROM jobs WHERE #{where} ORDER BY #{order} LIMIT ? OFFSET ?", values) }
+        end
+
+        # Yields every entry of a set, soonest first, reading it a chunk at a time after the last entry read, so that
+        # entries moved meanwhile shift nothing and each read costs the same, whatever the set's size.
+        # @yields {|payload, score| ...}
+        # @returns [Enumerator] without a block.
+        def each_set_entry(set)
+          return enum_for(:each_set_entry, set) unless block_given?
+          after = [-Float::INFINITY, 0]
+          loop do
+            values = [set_state(set), *after]
+            rows = with { |db| db.execute("SELECT payload, run_at, id FROM jobs WHERE #{AFTER}", values) }
+            rows.each { |payload, score, _| yield payload, score }
+            return if rows.size < SCAN_CHUNK
+            after = rows.last.last(2)
+          end
         end
 
         # Finds one entry of a set by its score and jid. @returns [String | Nil] its payload.

@@ -7,7 +7,10 @@ module Jiggler
       # moves, pauses and clears, each in one transaction.
       module AdminActions
         BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
-        private_constant :BY_ENTRY
+        # The locks held by the unique jobs that a clear deletes (each only if that job holds it).
+        HELD_LOCKS = "DELETE FROM unique_locks WHERE (lock, jid) IN (SELECT json_extract(payload, '$.unique.lock'), " \
+          "json_extract(payload, '$.jid') FROM jobs WHERE %s AND instr(payload, '\"unique\"') > 0 AND json_valid(payload))"
+        private_constant :BY_ENTRY, :HELD_LOCKS
 
         # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of each.
         # @returns [Integer] how many were deleted.
@@ -69,18 +72,16 @@ module Jiggler
           end
         end
 
-        # Deletes a queue's jobs, batch items waiting for it included.
-        def clear_queue(name)
-          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching') AND queue = ?", [name]) }
-        end
+        # Deletes a queue's jobs, batch items waiting for it included, releasing the unique jobs' locks.
+        # @returns [Integer] how many jobs it deleted.
+        def clear_queue(name) = clear_where("state IN ('queued', 'batching') AND queue = ?", [name])
 
-        def clear_all_queues
-          write { |queue_db| queue_db.delete_where("state IN ('queued', 'batching')", []) }
-        end
+        # Deletes every queue's jobs, releasing the unique jobs' locks.
+        def clear_all_queues = clear_where("state IN ('queued', 'batching')", [])
 
-        def clear_set(set)
-          write { |queue_db| queue_db.delete_where("state = ?", [set_state(set)]) }
-        end
+        # Empties the scheduled, retry or dead set, releasing the unique jobs' locks.
+        # @returns [Integer] how many jobs it held.
+        def clear_set(set) = clear_where("state = ?", [set_state(set)])
 
         def reset_counter(counter)
           raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter.to_s)
@@ -103,6 +104,14 @@ module Jiggler
         end
 
         private
+
+        # Deletes jobs and, in the same transaction, the locks they hold, as deleting one of them does.
+        def clear_where(where, values)
+          write do |queue_db|
+            queue_db.db.execute(format(HELD_LOCKS, where), values)
+            queue_db.delete_where(where, values)
+          end
+        end
 
         # The ids and payloads of the entries found, each once.
         def entry_rows(db, set, entries)
