@@ -6,16 +6,22 @@ require_relative "../jiggler"
 require_relative "config/yaml_file"
 require_relative "rails/boot"
 require_relative "config/recurring_file"
+require_relative "server/supervisor"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
   # Signals only write to a pipe; the reactor reads it and acts: INT/TERM stop (a second one stops at once),
   # TSTP quiets, TTIN logs every task's backtrace.
+  # HUP, USR1 and USR2 are logged and ignored: jiggler logs to standard output and reopens no
+  # file, and their default would end the process.
   class CLI
     # A reason to exit before starting, printed as one line.
     class StartError < Error; end
 
-    SIGNAL_ACTIONS = {"INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump}.freeze
+    SIGNAL_ACTIONS = {
+      "INT" => :stop, "TERM" => :stop, "TSTP" => :quiet, "TTIN" => :dump,
+      "HUP" => :ignore, "USR1" => :ignore, "USR2" => :ignore
+    }.freeze
     # The first words that run an admin command (CLI::Admin) instead of a server.
     ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
@@ -75,8 +81,10 @@ module Jiggler
           "or one queue and its priority, higher first (-q critical,10); repeat -q for more") do |value|
           (flags[:queues] ||= []).concat(queue_flag(value))
         end
-        opts.on("-p", "--processes N", "server processes to fork: a number, or auto for one per core (default 1)") do |value|
-          flags[:processes] = /\A\d+\z/.match?(value) ? Integer(value) : value
+        opts.on("-p", "--processes N",
+          "server processes to fork: 1 to #{Server::Supervisor.max} on this machine,",
+          "or auto for one per core (default 1)") do |value|
+          flags[:processes] = processes_flag(value)
         end
         opts.on("-r", "--require PATH", "file that loads your jobs, or a Rails app directory") { |v| flags[:require] = v }
         opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") do |value|
@@ -99,6 +107,25 @@ module Jiggler
       parts
     rescue Config::InvalidError => error
       raise StartError, "-q #{value}: #{error.message}; #{QUEUE_FORMS}"
+    end
+
+    # `-p N` or `-p auto`, checked before anything loads: a count past Supervisor.max would fork
+    # servers until the machine runs out of memory.
+    # @returns [Integer | String]
+    def processes_flag(value)
+      return value if value == "auto"
+      count = Integer(value, 10) if /\A\d+\z/.match?(value)
+      max = Server::Supervisor.max
+      raise StartError, "-p #{value}: #{too_many(max)}" if count && count > max
+      return count if count&.positive?
+      raise StartError,
+        "-p #{value}: a number of server processes from 1 to #{max}, or auto (one per core)"
+    end
+
+    def too_many(max)
+      per_core = Server::Supervisor::PER_CORE
+      "at most #{max} server processes on this machine (#{per_core} per core, " \
+        "at least #{Server::Supervisor::LEAST_MAX}); for more jobs at once, raise -c"
     end
 
     def configure(flags)
@@ -145,23 +172,34 @@ module Jiggler
     # One server in this process, or with `processes` above 1, a supervisor forking that many (see Supervisor).
     # @returns [Integer] the exit status.
     def start_servers
-      require_relative "server/supervisor"
       count = Server::Supervisor.count(Jiggler.config[:processes])
       return serve_status if count == 1
+      max = Server::Supervisor.max
+      raise StartError, "config[:processes] #{count}: #{too_many(max)}" if count > max
       # Connections opened while configuring must not be shared with the children: each opens its own.
       Jiggler.store.close
       Jiggler.client = nil
-      Server::Supervisor.new(count: count, stop_timeout: Jiggler.config[:timeout] + STOP_GRACE + 1).run { serve_status }
+      stop_timeout = Jiggler.config[:timeout] + STOP_GRACE + 1
+      supervisor = Server::Supervisor.new(count: count, stop_timeout: stop_timeout)
+      supervisor.run { |identity| supervised_status(identity) }
     end
 
-    def serve_status
-      serve ? 0 : 1
+    # A child stopped through the store (`jiggler stop`, the dashboard) says so by its exit status:
+    # the supervisor does not replace it.
+    def supervised_status(identity)
+      status = serve_status(identity)
+      @launcher&.stop_requested? ? Server::Supervisor::STOPPED_ON_REQUEST : status
+    end
+
+    def serve_status(identity = nil)
+      serve(identity) ? 0 : 1
     rescue Store::ConnectionError => error
       warn("jiggler: #{error.message}")
       1
     end
 
-    def serve
+    # @parameter identity [Server::Identity | Nil] the one a supervisor chose for this child.
+    def serve(identity)
       require_relative "server/launcher"
       reader, writer = IO.pipe
       alarm = watchdog(Jiggler.config[:timeout] + STOP_GRACE)
@@ -172,7 +210,9 @@ module Jiggler
         end
       end
       Sync do |task|
-        launcher = Server::Launcher.new(config: Jiggler.config.freeze)
+        config = Jiggler.config.freeze
+        identity ||= Server::Identity.new(config)
+        launcher = @launcher = Server::Launcher.new(config: config, identity: identity)
         launcher.start(parent: task)
         handle_signals(reader, writer, launcher)
       end
@@ -186,6 +226,7 @@ module Jiggler
         when :stop then stopping ? launcher.kill : (stopping = stop_in_background(launcher, writer))
         when :quiet then launcher.quiet
         when :dump then dump_tasks
+        when :ignore then Jiggler.logger.info("SIG#{line.chomp} ignored (TERM stops, TSTP quiets)")
         else break
         end
       end

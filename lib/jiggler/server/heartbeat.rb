@@ -51,6 +51,10 @@ module Jiggler
         @thread.name = "jiggler.heartbeat"
       end
 
+      # Whether a stop request came through the store (`jiggler stop`, the dashboard's Stop), not a
+      # signal: a supervisor does not replace a server process stopped so.
+      def stop_requested? = @stop_requested == true
+
       # Stops the thread and removes the registration.
       # @parameter unregister [Boolean] false keeps the registration to expire, so the jobs left in flight are found.
       def stop(unregister: true)
@@ -151,6 +155,7 @@ module Jiggler
       def obey(request)
         signal = SIGNALS[request] or return @logger.warn("heartbeat: ignored an unknown request #{request.inspect}")
         @logger.info("heartbeat: #{request} requested through the store")
+        @stop_requested = true if request == "stop"
         Process.kill(signal, Process.pid)
       end
 

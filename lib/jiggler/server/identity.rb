@@ -6,17 +6,30 @@ require "socket"
 module Jiggler
   module Server
     # Who this server process is: its id in the process registry and what its heartbeat reports.
+    #
+    # The id is formed from the name, the settings, the start time, the pid and the hostname. A
+    # supervisor picks the name and start time of each server process it forks, so that it knows
+    # that process's id from its pid alone (Supervisor recovers the jobs of a child that died under
+    # that id).
     class Identity
       attr_reader :id, :name
 
+      # A new random name.
+      # @returns [String]
+      def self.new_name = "jiggler:svr:#{SecureRandom.hex(6)}"
+
       # @parameter config [Config]
-      def initialize(config)
+      # @parameter name [String] the process's name (random by default).
+      # @parameter started_at [Integer] epoch seconds.
+      # @parameter pid [Integer] the process's pid (a child's, for the id the child will have).
+      def initialize(config, name: Identity.new_name, started_at: Time.now.to_i, pid: Process.pid)
         @config = config
-        @name = "jiggler:svr:#{SecureRandom.hex(6)}"
-        @started_at = Time.now.to_i
+        @name = name
+        @started_at = started_at
+        @pid = pid
         @hostname = Socket.gethostname
         @id = [@name, config[:concurrency], config[:timeout], config.queue_names.join(","),
-          config[:poller_enabled] ? 1 : 0, @started_at, Process.pid, @hostname].join(":")
+          config[:poller_enabled] ? 1 : 0, @started_at, @pid, @hostname].join(":")
       end
 
       # Marks the process quiet (it fetches no more jobs), for what it reports.
@@ -30,7 +43,8 @@ module Jiggler
           "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
           "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
           "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
-          "started_at" => @started_at.to_s, "pid" => Process.pid.to_s, "hostname" => @hostname, "quiet" => @quiet == true
+          "started_at" => @started_at.to_s, "pid" => @pid.to_s, "hostname" => @hostname,
+          "quiet" => @quiet == true
         }
       end
 

@@ -26,10 +26,11 @@ module Jiggler
       attr_reader :identity
 
       # @parameter config [Config] frozen settings.
-      def initialize(config:, logger: Jiggler.logger)
+      # @parameter identity [Identity] who the process is (a supervisor chooses its children's).
+      def initialize(config:, logger: Jiggler.logger, identity: Identity.new(config))
         @config = config
         @logger = logger
-        @identity = Identity.new(config)
+        @identity = identity
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
@@ -97,6 +98,9 @@ module Jiggler
         interrupted = @workers.stop(@config[:timeout])
         finish(unstarted, interrupted)
       end
+
+      # Whether the process was asked to stop through the store, not by a signal (see Heartbeat).
+      def stop_requested? = @heartbeat.stop_requested?
 
       # Stops the running jobs now (a second TERM or INT during `stop`).
       def kill

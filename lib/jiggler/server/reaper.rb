@@ -9,12 +9,17 @@ require_relative "../handlers"
 
 module Jiggler
   module Server
-    # Finds processes that died (their registration expired without a goodbye: kill -9, OOM, a lost host) and puts
-    # the jobs they held in flight back at the head of their queues. JobRules.death decides what the death means for
-    # each: a crash when the process held it alone, else suspicion (it runs alone next time); a job with
-    # `max_crashes` crashes is probably what kills its process, so it goes to the dead set instead, giving back its
-    # unique lock and its concurrency slot at once (not when their ttl ends), as a job that dies running does.
-    # Every live process runs a reaper; the store moves each job exactly once, whoever gets there first.
+    # Finds processes that died (their registration expired without a goodbye: kill -9, OOM, a lost
+    # host) and puts the jobs they held in flight back at the head of their queues. JobRules.death
+    # decides what the death means for each: a crash when the process held it alone, else suspicion
+    # (it runs alone next time); a job with `max_crashes` crashes is probably what kills its
+    # process, so it goes to the dead set instead, giving back its unique lock and its concurrency
+    # slot at once (not when their ttl ends), as a job that dies running does. Every live process
+    # runs a reaper; the store moves each job exactly once, whoever gets there first.
+    #
+    # A supervisor (`jiggler -p N`) sees a child die at once and calls `recover` for it then, with
+    # the same rules; the reapers of live processes still find what a whole machine that died held,
+    # and whatever a recovery left behind.
     class Reaper
       # Recorded on a job that was running alone in too many processes that died.
       class PoisonJobError < Error; end
@@ -48,7 +53,23 @@ module Jiggler
       def reap
         dead = @store.dead_processes - [@process]
         return 0 unless registrations_trusted?
-        dead.sum { |process| recover(process) }
+        dead.sum { |process| recover(process).tap { @store.forget(process) } }
+      end
+
+      # Recovers the jobs a process held in flight, now: back to their queues, or to the dead set,
+      # as JobRules.death says. Each job moves at most once, however many recoveries and reapers
+      # race for it. The process stays in the registry: a reaper forgets it once its registration
+      # has expired, and takes what it may still have been given.
+      # @parameter process [String] the id of a process known to be dead.
+      # @returns [Integer] how many jobs this call moved.
+      # @raises [Store::ConnectionError] when the store cannot be reached.
+      def recover(process)
+        death = JobRules.death(@store.in_flight(process), @max_crashes)
+        killed = bury(process, death)
+        back = death.requeued.any? ? @store.requeue(process, death.requeued) : 0
+        # Reapers of several processes may race for the same jobs; each reports only what it moved.
+        log(process, back, killed) if (back + killed).positive?
+        back + killed
       end
 
       private
@@ -63,22 +84,20 @@ module Jiggler
         now >= (@trusted_from ||= now)
       end
 
-      def recover(process)
-        death = JobRules.death(@store.in_flight(process), @max_crashes)
+      # Sends the poisoned and unreadable jobs of a death to the dead set.
+      # @returns [Integer] how many this call moved.
+      def bury(process, death)
         now = Time.now.to_f
         dead = death.poisoned.map { |fetched, job| [Failure.kill(fetched, job, error = poison_error(job), now), error] } +
           death.unreadable.map { |fetched, error| [Failure.malformed(fetched, error, now), error] }
-        failures = dead.map(&:first)
-        killed = failures.any? ? @store.fail(process, failures, reliable: true, dead_cutoff: now - @dead_timeout, dead_max: @dead_max) : 0
+        return 0 if dead.empty?
+        killed = @store.fail(process, dead.map(&:first), reliable: true,
+          dead_cutoff: now - @dead_timeout, dead_max: @dead_max)
         if killed.positive?
           free(death.poisoned)
           tell_death_handlers(dead)
         end
-        back = death.requeued.any? ? @store.requeue(process, death.requeued) : 0
-        @store.forget(process)
-        # Reapers of several processes may race for the same jobs; each reports only what it moved.
-        log(process, back, killed) if (back + killed).positive?
-        back + killed
+        killed
       end
 
       # Releases what poison jobs hold: a dead job never runs again. A lock held until the job started is released too,

@@ -93,6 +93,26 @@ StoreTarget.describe_each("Jiggler::Server::Reaper") do
     assert_equal (0...20).to_a, queued.map { |job| job["args"].first }.sort
   end
 
+  it "recovers a process's jobs at once when asked (as a supervisor does), by the same rules, and a later reap moves none" do
+    told = []
+    Jiggler.configure { |config| config[:death_handlers] << ->(job, error) { told << job["args"].first } }
+    Jiggler.store.push("default", [job("alone"), job("poison", crashes: 2)])
+    Jiggler.store.fetch(ReaperTest::GONE, ["default"], limit: 1)
+    Jiggler.store.beat(ReaperTest::GONE, "{}", 60) # still registered: its supervisor saw it die
+    assert_equal 1, reaper.recover(ReaperTest::GONE)
+    assert_equal [["alone", 1], ["poison", 2]], queued.map { |job| [job["args"].first, job["crashes"]] }
+    Jiggler.store.fetch(ReaperTest::GONE, ["default"], limit: 1) # "alone" again
+    Jiggler.store.fetch(ReaperTest::LIVE, ["default"], limit: 1) # "poison", held alone by a second process
+    racing = Array.new(3) { Thread.new { reaper.recover(ReaperTest::LIVE) } }
+    assert_equal 1, racing.sum(&:value), "racing recoveries move the poison job once"
+    assert_equal [["poison"], ["Jiggler::Server::Reaper::PoisonJobError"]], [told, dead.map { |job| job["error_class"] }]
+    Jiggler.store.beat(ReaperTest::GONE, "{}", 0.001)
+    wait_for(message: "the registration to expire") { Jiggler.store.dead_processes.include?(ReaperTest::GONE) }
+    assert_equal 1, reaper.reap, "the reaper takes what was held since, once"
+    assert_equal [["alone", 2]], queued.map { |job| [job["args"].first, job["crashes"]] }
+    assert_equal [0, 0], [Jiggler.store.in_flight_count(ReaperTest::GONE), reaper.reap]
+  end
+
   it "after losing touch with the store for more than two checks, trusts expiries again only a registration's life later" do
     one = reaper
     assert_equal 0, one.reap # in touch

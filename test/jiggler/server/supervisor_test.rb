@@ -6,6 +6,17 @@ require "jiggler/server/supervisor"
 require "jiggler/web"
 require "rack/mock"
 
+module SupervisorTest
+  # A logger that sends TERM to this process when the first server process has started: the supervisor must read it
+  # before forking the next one.
+  class TermOnFirstStart < Logger
+    def info(message = nil, &block)
+      Process.kill("TERM", Process.pid) if message.to_s.include?("started (1 of")
+      super
+    end
+  end
+end
+
 # `jiggler -p N`: real supervisor processes forking real servers, killed, stopped and signalled as in production.
 describe "jiggler -p (the supervisor)" do
   include ReliabilityHelper
@@ -23,10 +34,10 @@ describe "jiggler -p (the supervisor)" do
     children(supervisor)
   end
 
+  # Whether a process runs (a zombie, dead but not yet waited for, does not).
   def alive?(pid)
-    Process.kill(0, pid)
-    true
-  rescue Errno::ESRCH
+    !File.read("/proc/#{pid}/stat").rpartition(")").last.start_with?(" Z")
+  rescue Errno::ENOENT, Errno::ESRCH
     false
   end
 
@@ -91,11 +102,73 @@ describe "jiggler -p (the supervisor)" do
     assert_equal 0, supervisor.wait(timeout: 15), supervisor.log
   end
 
-  it "refuses a processes setting that is not a count or auto, in one line" do
-    _, err = capture_io { assert_equal 1, Jiggler::CLI.run(["-p", "0", "-r", "./test/fixtures/reliability_jobs.rb"]) }
-    assert_equal "jiggler: config[:processes] must be a positive Integer or \"auto\" (one per core) (got 0)\n", err
-    assert_equal "auto", Jiggler::Config::Rules.check(:processes, :auto)
+  it "refuses a -p that is not a count from 1 to its maximum, in one line naming the flag, before loading anything" do
+    %w[99999999999999999999 abc 2.5 0 -3].each do |value|
+      _, err = capture_io { assert_equal 1, Jiggler::CLI.run(["-p", value, "-r", ReliabilityHelper::FIXTURE]) }
+      assert_match(/\Ajiggler: -p #{Regexp.escape(value)}: (a number of server processes from 1 to|at most) \d+\b[^\n]+\n\z/, err)
+    end
+    max = Jiggler::Server::Supervisor.max
+    assert_equal [4 * Etc.nprocessors, 16].max, max
+    [max + 1, 99999999999999999999].each do |value|
+      _, err = capture_io { assert_equal 1, Jiggler::CLI.run(["-p", value.to_s, "-r", "nowhere.rb"]) }
+      assert_equal "jiggler: -p #{value}: at most #{max} server processes on this machine (4 per core, at least 16); " \
+        "for more jobs at once, raise -c\n", err
+    end
+    config_file = File.join(@dir, "jiggler.yml").tap { |path| File.write(path, "processes: #{max + 1}\n") }
+    _, err = capture_io { assert_equal 1, Jiggler::CLI.run(["-C", config_file, "-r", ReliabilityHelper::FIXTURE]) }
+    assert_match(/\Ajiggler: config\[:processes\] #{max + 1}: at most #{max} server processes/, err)
     assert_equal Etc.nprocessors, Jiggler::Server::Supervisor.count("auto")
+  end
+
+  it "reads TERM while it forks: it forks no more, and stops the server processes it started" do
+    log = StringIO.new
+    supervisor = Jiggler::Server::Supervisor.new(count: 8, stop_timeout: 5, config: Jiggler.config, logger: SupervisorTest::TermOnFirstStart.new(log))
+    started = now
+    status = supervisor.run do |_identity|
+      sleep 30
+      0
+    end
+    pids = log.string.scan(/process (\d+) started/).flatten.map(&:to_i)
+    assert_equal [0, 1], [status, pids.size], log.string
+    assert_operator now - started, :<, 5, "it stopped at once"
+    pids.each { |pid| refute alive?(pid), "process #{pid} should have exited" }
+    assert_match(/supervisor: TERM, stopping 1 server processes/, log.string)
+  end
+
+  it "does not replace a server process stopped through the store (jiggler stop), and exits when the last one is" do
+    supervisor = start_reliable("-p", "2", recovery_timeout: 2, wait: false)
+    ids = wait_for_children(supervisor, 2)
+    store.signal_process(ids.first, "stop")
+    wait_for(message: "the first to stop on request\n#{supervisor.log}") { supervisor.log.include?("process #{child_pid(ids.first)} stopped on request") }
+    refute alive?(child_pid(ids.first))
+    store.signal_process(ids.last, "stop")
+    assert_equal 0, supervisor.wait(timeout: 15), supervisor.log
+    assert_equal ids, children(supervisor), "no server process was started in their place"
+    assert_empty Jiggler.summary["processes"]
+  end
+
+  it "logs and ignores HUP, USR1 and USR2, as its server processes do: nothing dies, nothing is orphaned" do
+    supervisor = start_reliable("-p", "2", wait: false)
+    ids = wait_for_children(supervisor, 2)
+    %w[HUP USR1 USR2].each do |signal|
+      [supervisor.pid, *ids.map { |id| child_pid(id) }].each { |pid| Process.kill(signal, pid) }
+      wait_for(message: "SIG#{signal} logged 3 times\n#{supervisor.log}") { log_lines(supervisor, /SIG#{signal} ignored/).size == 3 }
+    end
+    assert supervisor.running?, supervisor.log
+    assert_equal ids, children(supervisor), "no server process died"
+    supervisor.signal("TERM")
+    assert_equal 0, supervisor.wait(timeout: 15), supervisor.log
+    ids.each { |id| refute alive?(child_pid(id)), "process #{child_pid(id)} should have exited" }
+  end
+
+  it "its server processes stop by themselves when the supervisor is killed with kill -9" do
+    supervisor = start_reliable("-p", "2", "-t", "1", wait: false)
+    ids = wait_for_children(supervisor, 2)
+    supervisor.signal("KILL")
+    supervisor.wait(timeout: 5)
+    wait_for(message: "the orphaned server processes to exit\n#{supervisor.log}") { ids.none? { |id| alive?(child_pid(id)) } }
+    assert_equal 2, log_lines(supervisor, /the supervisor is gone; stopping/).size, supervisor.log
+    assert_empty Jiggler.summary["processes"], "each stopped cleanly and unregistered"
   end
 
   def recorded_count_matching(pattern) = recorded.grep(pattern).size
