@@ -5,15 +5,24 @@ require_relative "../jiggler"
 require_relative "rails/execution"
 require_relative "rails/error_reporter"
 require_relative "instrumentation"
+require_relative "logger"
 
 module Jiggler
-  # Loaded by `require "jiggler"` in a Rails app. It makes `queue_adapter = :jiggler` findable, runs every job in
-  # the Rails executor (the reloader where code reloads; job classes are looked up again after a reload), reports
-  # failures to `Rails.error`, sends jiggler's log to `Rails.logger`, and publishes Active Support notifications for
-  # enqueue, perform, retry and death.
+  # Loaded by `require "jiggler"` in a Rails app. It defines the Active Job adapter (`queue_adapter = :jiggler`), runs
+  # every job in the Rails executor (the reloader where code reloads; job classes are looked up again after a
+  # reload), reports failures to `Rails.error`, sends jiggler's log to `Rails.logger` (except in the JSON format), and
+  # publishes Active Support notifications for enqueue, perform, retry and death.
   class Railtie < ::Rails::Railtie
-    # Registered now, before Active Job's own hook looks the adapter up by name.
-    ActiveSupport.on_load(:active_job) { require "active_job/queue_adapters/jiggler_adapter" }
+    # Defined now, whatever the environment and eager loading: a server looks the adapter's JobWrapper up by name,
+    # and a development server may run Active Job jobs before anything loads ActiveJob::Base (which this does not
+    # load: its on_load hooks must wait for the app's settings).
+    begin
+      require "active_job"
+    rescue LoadError
+      nil # Active Job is not in the bundle: there is no adapter to define
+    else
+      require_relative "../active_job/queue_adapters/jiggler_adapter"
+    end
 
     initializer "jiggler.middleware" do |app|
       Jiggler.configure do |config|
@@ -23,7 +32,8 @@ module Jiggler
       end
     end
 
-    config.after_initialize { Jiggler.logger = ::Rails.logger }
+    # Jiggler logs to Rails.logger, unless JIGGLER_LOG_FORMAT=json asks for its own JSON lines on standard output.
+    config.after_initialize { Jiggler.logger = ::Rails.logger unless Logger.json? }
 
     # After each code reload (in development), servers look job classes up again.
     config.to_prepare { Jiggler::Job.reloaded! }

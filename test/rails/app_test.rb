@@ -9,6 +9,19 @@ require "jiggler/testing"
 
 Jiggler::Testing.disable! # jobs go to the real store, except in the tests that switch to fake mode for a block
 
+# Job classes of this process only: the servers, which load test/rails/app, do not know them.
+class GhostJob < ApplicationJob
+  def perform(note) = Event.create!(kind: "ghost", note: note)
+end
+
+class PhantomJob
+  include Jiggler::Job
+
+  job_options retries: 0
+
+  def perform(note) = Event.create!(kind: "phantom", note: note)
+end
+
 describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
   include Waiting
 
@@ -25,7 +38,17 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
     body&.close # ends the request's executor run, which holds Active Record's query cache until then
   end
 
-  def dead_jobs = Jiggler.store.set_entries(:dead).map { |payload, _| Jiggler::Payload.load(payload) }
+  def dead_jobs = set(:dead)
+
+  def set(name) = Jiggler.store.set_entries(name, limit: 1000).map { |payload, _| Jiggler::Payload.load(payload) }
+
+  # The lines of a server's log that parse as JSON objects.
+  def json_lines(server) = server.log.lines.filter_map { |line| JSON.parse(line) if line.start_with?("{") }
+
+  def started(process)
+    wait_for(timeout: 60, message: "the server start\n#{process.log}") { process.log.include?("started:") }
+    process
+  end
 
   it "runs perform_later from the app in the server, with the effect in the app's database" do
     server
@@ -158,10 +181,8 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
 
   it "runs each job in the executor, eager-loaded outside development, and in the reloader in development" do
     server
-    servers = %w[development test].map do |env|
-      RailsApp.start_server("-c", "2", "-q", "probe-#{env}", env: {"RAILS_ENV" => env})
-    end
-    servers.each { |process| wait_for(timeout: 60, message: "the server start\n#{process.log}") { process.log.include?("started:") } }
+    RailsApp.development_server
+    servers = [started(RailsApp.start_server("-c", "2", "-q", "probe-test", env: {"RAILS_ENV" => "test"}))]
     ProbeJob.with_options(queue: "probe-production").enqueue("production") # the shared server works this queue too
     %w[development test].each { |env| ProbeJob.with_options(queue: "probe-#{env}").enqueue(env) }
     probes = Event.where(kind: "probe").where("note LIKE 'production %' OR note LIKE 'development %' OR note LIKE 'test %'")
@@ -171,6 +192,60 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
       "test test true false true 1"], notes
   ensure
     servers&.each(&:kill)
+  end
+
+  it "runs Active Job jobs in a development server, which loads nothing eagerly" do
+    development = RailsApp.development_server
+    account = Account.create!(name: "development")
+    DepositJob.set(queue: "dev").perform_later(account, amount: 4)
+    wait_for(timeout: 20, message: "the deposit\n#{development.log[-3000..]}") { account.reload.balance == 4 }
+    assert_empty dead_jobs.select { |job| job["args"].first == account.to_global_id.to_s }
+  end
+
+  it "retries with backoff a job whose class the server cannot load, Active Job's (retries: 0) included" do
+    development = RailsApp.development_server
+    jids = [GhostJob.set(queue: "dev").perform_later("g1").provider_job_id,
+      PhantomJob.with_options(queue: "dev").enqueue("p1")]
+    retried = wait_for(timeout: 20, message: "the retries\n#{development.log[-3000..]}") do
+      jobs = set(:retry).select { |job| jids.include?(job["jid"]) }
+      jobs if jobs.size == 2
+    end
+    failures = retried.map { |job| job.values_at("error_class", "attempt") }
+    assert_equal [["Jiggler::Server::Processor::UnknownJobError", 1]] * 2, failures
+    ghost = retried.find { |job| job["name"] == "GhostJob" }
+    assert_match(/unknown Active Job class "GhostJob"/, ghost["error_message"])
+    assert_empty dead_jobs.select { |job| jids.include?(job["jid"]) }
+  end
+
+  it "logs the start and end of each job as JSON lines with its fields, where the app logs to standard output" do
+    development = RailsApp.development_server
+    jid = LedgerJob.with_options(queue: "dev").enqueue("json")
+    done = wait_for(timeout: 20, message: "the done line\n#{development.log[-3000..]}") do
+      json_lines(development).find { |line| line["event"] == "done" && line["jid"] == jid }
+    end
+    start = json_lines(development).find { |line| line["event"] == "start" && line["jid"] == jid }
+    assert_equal ["LedgerJob", "dev", "0", "DEBUG"], start.values_at("class", "queue", "attempt", "level")
+    assert_equal ["LedgerJob", "dev", "0"], done.values_at("class", "queue", "attempt")
+    assert_kind_of Float, done["duration"]
+    refute development.log.lines.any? { |line| line.include?("jid=#{jid}") && !line.start_with?("{") }
+  end
+
+  it "puts a job the shutdown stops back in its queue, without an error report, and runs it again once" do
+    first = started(RailsApp.start_server("-c", "2", "-q", "slow", "-t", "1"))
+    jid = SlowJob.perform_later("s1", 60).provider_job_id
+    wait_for(timeout: 20, message: "the slow job's start\n#{first.log}") do
+      Event.exists?(kind: "slow-start", note: "s1")
+    end
+    first.signal("TERM")
+    assert_equal 0, first.wait(timeout: 30), first.log
+    requeued = json_lines(first).select { |line| line["event"] == "requeued" }
+    assert_equal [["WARN", "SlowJob", jid]], requeued.map { |line| line.values_at("level", "class", "jid") }
+    assert_empty RailsApp.events.select { |event| event["event"] == "report" && event["error"] == "Async::Stop" }
+    second = started(RailsApp.start_server("-c", "2", "-q", "slow"))
+    wait_for(timeout: 20, message: "the second run\n#{second.log}") { Event.exists?(kind: "slow-done", note: "s1") }
+    assert_equal [2, 1], %w[slow-start slow-done].map { |kind| Event.where(kind: kind, note: "s1").count }
+  ensure
+    [first, second].compact.each(&:kill)
   end
 
   it "reloads edited job code in development, between jobs" do

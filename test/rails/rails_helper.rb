@@ -39,11 +39,21 @@ module RailsApp
   # The shared server, started on first use (JSON log lines, so tests can read them).
   def server
     queues = %w[default bulk ledger probe-production].flat_map { |queue| ["-q", queue] }
-    @server ||= start_server("-c", CONCURRENCY.to_s, *queues).tap do |server|
-      Minitest.after_run { server.kill }
-      Waiting.wait_until(60) { server.log.include?("started:") || !server.running? }
-      raise "the jiggler server did not start:\n#{server.log}" unless server.running?
-    end
+    @server ||= shared(start_server("-c", CONCURRENCY.to_s, *queues))
+  end
+
+  # The shared development server (no eager loading, code reloads), started on first use: it logs debug lines (-v),
+  # in JSON, and the app logs to standard output as well.
+  def development_server
+    @development_server ||= shared(start_server("-c", "5", "-v", "-q", "dev", "-q", "probe-development",
+      env: {"RAILS_ENV" => "development", "APP_LOG" => "stdout"}))
+  end
+
+  def shared(server)
+    Minitest.after_run { server.kill }
+    Waiting.wait_until(60) { server.log.include?("started:") || !server.running? }
+    raise "the jiggler server did not start:\n#{server.log}" unless server.running?
+    server
   end
 
   # Starts `jiggler -r test/rails/app` with extra flags and environment.

@@ -11,8 +11,9 @@ module ActiveJob
     # Each job is stored under its own class name and arguments (so the dashboard, the summary and the logs show
     # `InvoiceJob` and its arguments), with Active Job's other fields beside them, and run by JobWrapper. Retries are
     # Active Job's (`retry_on`): jiggler does not retry on its own (`retries: 0`), so an error that escapes the job,
-    # its retries used up or never rescued, sends it to jiggler's dead set with the error. Job priorities are kept
-    # with the job but not used: jiggler orders work by queue priority.
+    # its retries used up or never rescued, sends it to jiggler's dead set with the error. A job whose class the
+    # server cannot load did not start: it is retried with backoff all the same. Job priorities are kept with the job
+    # but not used: jiggler orders work by queue priority.
     class JigglerAdapter < (defined?(AbstractAdapter) ? AbstractAdapter : Object)
       # The class that runs Active Job jobs on a jiggler server.
       class JobWrapper
@@ -20,9 +21,24 @@ module ActiveJob
 
         # Runs the Active Job job stored in `job`, a jiggler payload.
         # @parameter job [Hash]
+        # @raises [Jiggler::Server::Processor::UnknownJobError] when the job's class cannot be loaded here: the job
+        #   did not start, and is retried with backoff as any job of an unknown class is.
         def perform(job)
           data = job["active_job"].merge("arguments" => job["args"], "provider_job_id" => job["jid"])
+          check_class(data["job_class"])
           Base.execute(data)
+        end
+
+        private
+
+        # Loads the job's class (autoloaded where the app autoloads) before Active Job would fail on it.
+        def check_class(name)
+          return if name.is_a?(String) && ActiveSupport::Inflector.safe_constantize(name).is_a?(Class)
+          require "jiggler/server/processor"
+          error = Jiggler::Server::Processor::UnknownJobError.new(
+            "unknown Active Job class #{name.inspect}: is it in the app this server runs?"
+          )
+          raise error.extend(Jiggler::Server::Failure::UnknownClass) # retried with backoff, whatever its retries
         end
       end
 

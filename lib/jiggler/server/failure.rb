@@ -12,6 +12,11 @@ module Jiggler
       DEFAULT_RETRIES = 25
       DELAY_ATTEMPTS = 100
 
+      # Tags an error saying the job's class is not loaded (a Processor::UnknownJobError for a missing constant): the
+      # job did not start, and a deploy may bring its class, so it is retried with backoff at least DEFAULT_RETRIES
+      # times, whatever its `retries` (an Active Job job's are 0).
+      module UnknownClass; end
+
       module_function
 
       # @parameter fetched [Store::Fetched] the job as it was fetched.
@@ -23,8 +28,7 @@ module Jiggler
         attempt = JobRules.count(job["attempt"]) + 1
         JobRules.describe(job, error, attempt, now)
         JobRules.cleared(job) # it failed running alone without killing its process
-        retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
-        return dead(fetched, job, now) if attempt > retries
+        return dead(fetched, job, now) if attempt > retries(job, error)
         Store::Failed.new(fetched: fetched, set: :retry, at: now + delay(attempt), payload: Payload.dump(job))
       end
 
@@ -46,6 +50,11 @@ module Jiggler
       def delay(attempt)
         count = attempt.clamp(1, DELAY_ATTEMPTS) - 1
         count**4 + 15 + rand(10 * (count + 1))
+      end
+
+      def retries(job, error)
+        retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
+        error.is_a?(UnknownClass) ? [retries, DEFAULT_RETRIES].max : retries
       end
 
       def dead(fetched, job, now)

@@ -22,6 +22,10 @@ module Jiggler
       # Raised (and recorded on the job) when the arguments do not fit `perform`.
       class ArityError < Error; end
 
+      # What `measured` returns for a job the shutdown stopped.
+      Interrupted = Struct.new(:stop)
+      private_constant :Interrupted
+
       # What `call` returns for a suspect (JobRules.suspect?) it did not run, since it may not run beside other jobs.
       SUSPECT = :suspect
 
@@ -54,6 +58,7 @@ module Jiggler
       # @returns [Store::Failed | Nil | SUSPECT | WAITING] nil when the job succeeded, else its failure record for
       #   Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone; WAITING for a
       #   job that waits off the queue for its limit, which the caller must not acknowledge.
+      # @raises [Async::Stop] when the shutdown stopped the job: it stays in flight, to go back to its queue.
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
@@ -61,7 +66,8 @@ module Jiggler
         Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record.payload), error) }
       else
         return SUSPECT if JobRules.suspect?(job) && !@alone.call(fetched)
-        @wrapper ? @wrapper.call { measured(fetched, job) } : measured(fetched, job)
+        outcome = @wrapper ? @wrapper.call { measured(fetched, job) } : measured(fetched, job)
+        outcome.is_a?(Interrupted) ? requeued(fetched, job, outcome.stop) : outcome
       end
 
       private
@@ -72,7 +78,9 @@ module Jiggler
         return perform(fetched, job) unless @metrics
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
-        @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?) unless failure.equal?(WAITING)
+        unless failure.equal?(WAITING) || failure.is_a?(Interrupted)
+          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?)
+        end
         failure
       end
 
@@ -80,7 +88,7 @@ module Jiggler
         # The level is read once per job: each read costs a Logger lookup of its level override (logger >= 1.6).
         if (debug = @logger.debug?)
           started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          @logger.debug("start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}")
+          @logger.debug("start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} attempt=#{attempt(job)}")
         end
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
@@ -98,15 +106,26 @@ module Jiggler
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job) if limits && @gate
-        @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms") if debug
+        if debug
+          @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms queue=#{fetched.queue} " \
+            "attempt=#{attempt(job)}")
+        end
         nil
       rescue Async::Stop => error
-        # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). An
-        # Async::Stop the job raised itself is its own failure.
-        raise if @interrupted.call
+        # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). It leaves
+        # the job wrapper as a value, not an error, for a wrapper reports what escapes it (a Rails executor does, to
+        # Rails.error). An Async::Stop the job raised itself is its own failure.
+        return Interrupted.new(error) if @interrupted.call
         failed(fetched, job, error)
       rescue Exception => error # rubocop:disable Lint/RescueException -- any job failure, even NoMemoryError or exit, is recorded, not fatal
         failed(fetched, job, error)
+      end
+
+      # A job the shutdown stopped: not a failure. One line says so, then the stop goes on, leaving the job in flight.
+      def requeued(fetched, job, stop)
+        @logger.warn("requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} (stopped by the shutdown: " \
+          "it goes back to its queue and runs again)")
+        raise stop
       end
 
       def failed(fetched, job, error)
@@ -207,7 +226,8 @@ module Jiggler
       def constant(name)
         Object.const_get(name)
       rescue NameError
-        raise UnknownJobError, "unknown job class #{name.inspect}: is it loaded by the -r file?"
+        error = UnknownJobError.new("unknown job class #{name.inspect}: is it loaded by the -r file?")
+        raise error.extend(Failure::UnknownClass) # retried whatever its retries (see Failure::UnknownClass)
       end
 
       def arity(method)
@@ -220,6 +240,9 @@ module Jiggler
         return range.min.to_s if range.min == range.max
         range.max.infinite? ? "#{range.min}+" : "#{range.min}..#{range.max}"
       end
+
+      # How many times the job failed before this run.
+      def attempt(job) = JobRules.count(job["attempt"])
 
       def elapsed_ms(started) = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
     end

@@ -14,7 +14,12 @@ module Shop
     config.eager_load = Rails.env.production?
     config.enable_reloading = Rails.env.development?
     config.secret_key_base = "a" * 64
-    config.logger = ActiveSupport::Logger.new(ENV.fetch("APP_LOG", File::NULL))
+    # APP_LOG=stdout logs to standard output, tagged, as a new app's production environment does.
+    config.logger = if ENV["APP_LOG"] == "stdout"
+      ActiveSupport::TaggedLogging.new(ActiveSupport::Logger.new($stdout))
+    else
+      ActiveSupport::Logger.new(ENV.fetch("APP_LOG", File::NULL))
+    end
     config.log_level = :info
     config.active_job.queue_adapter = :jiggler
     # Jobs run on fibers: each must have its own connection (the server refuses to start otherwise).
