@@ -132,10 +132,10 @@ module Jiggler
         @drained = jobs.size < limit
       end
 
-      # Jobs to take beyond the free workers: as many as finished since the last round trip (at most `concurrency`),
-      # so that workers running short jobs find the next one waiting instead of waiting for a round trip, while long
-      # jobs (few finish per round trip) are not held back from other processes.
-      def ahead = [@acks.size, @workers.concurrency].min
+      # Jobs to take beyond the free workers, while jobs are short (Workers#short_jobs?): as many as finished since the
+      # last round trip (at most `concurrency`), so that workers find the next one waiting instead of waiting for a
+      # round trip. Long jobs are never taken ahead: they would wait a whole run that another process could start.
+      def ahead = @workers.short_jobs? ? [@acks.size, @workers.concurrency].min : 0
 
       # Takes new jobs unless a suspect waits to run alone, or runs alone.
       def fetching? = @state == :running && @suspects.empty? && @alone.nil?
