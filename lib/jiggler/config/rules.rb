@@ -38,6 +38,7 @@ module Jiggler
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
+        when :weighted_queues then weighted_queues(value)
         when :mode then mode(value)
         when :processes then processes(value)
         when :error_handlers, :death_handlers then handlers(key, value)
@@ -77,6 +78,18 @@ module Jiggler
         pairs.each_with_index.sort_by { |(_, priority), index| [-priority, index] }.map(&:first)
       end
 
+      # Normalizes weighted queues, a Hash of names to weights or [name, weight] pairs, to `[name, weight]` pairs.
+      def weighted_queues(value)
+        list = value.is_a?(Hash) ? value.to_a : value
+        unless list.is_a?(Array) && list.any? && list.all? { |entry| weighted_pair?(entry) }
+          fail!(:weighted_queues, "queue names with a positive Integer weight each ({\"critical\" => 6, \"default\" => 1})", value)
+        end
+        pairs = list.map { |name, weight| [name.to_s, weight] }
+        repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
+        fail!(:weighted_queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
+        pairs
+      end
+
       # Reads recurring tasks (see RecurringTask), loading fugit only when there are some.
       # @returns [Hash(String, RecurringTask)]
       def recurring(value)
@@ -108,6 +121,12 @@ module Jiggler
       def redis_url(value)
         return value if value.nil? || (value.is_a?(String) && REDIS_URL.match?(value) && uri?(value))
         raise InvalidError, "config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got #{redact(value.inspect)})"
+      end
+
+      def weighted_pair?(entry)
+        name, weight = entry
+        name = name.to_s if name.is_a?(Symbol)
+        entry.is_a?(Array) && entry.size == 2 && queue_name?(name) && weight.is_a?(Integer) && weight.positive?
       end
 
       # A text with the credentials of every URL in it replaced by "***", for messages and logs.
