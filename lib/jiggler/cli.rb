@@ -81,6 +81,10 @@ module Jiggler
           "or one queue and its priority, higher first (-q critical,10); repeat -q for more") do |value|
           (flags[:queues] ||= []).concat(queue_flag(value))
         end
+        opts.on("-w", "--weighted-queue QUEUE,WEIGHT", "a queue served by weight, a share of the jobs each",
+          "(-w critical,6 -w default,3 -w low,1); instead of -q") do |value|
+          (flags[:weighted_queues] ||= []) << weighted_queue_flag(value)
+        end
         opts.on("-p", "--processes N",
           "server processes to fork: 1 to #{Server::Supervisor.max} on this machine,",
           "or auto for one per core (default 1)") do |value|
@@ -126,6 +130,17 @@ module Jiggler
       per_core = Server::Supervisor::PER_CORE
       "at most #{max} server processes on this machine (#{per_core} per core, " \
         "at least #{Server::Supervisor::LEAST_MAX}); for more jobs at once, raise -c"
+    end
+
+    # `-w name,WEIGHT`: one queue and its weight.
+    # @returns [[String, Integer]]
+    def weighted_queue_flag(value)
+      name, weight, *rest = value.split(",", -1)
+      pair = [name, INTEGER.match?(weight.to_s) ? Integer(weight, 10) : weight]
+      raise Config::InvalidError, "takes one queue and a positive integer weight" unless rest.empty?
+      Config::Rules.weighted_queues([pair]).first
+    rescue Config::InvalidError => error
+      raise StartError, "-w #{value}: #{error.message.sub(/\Aconfig\[:weighted_queues\] must be /, "")}; e.g. -w critical,6"
     end
 
     def configure(flags)

@@ -26,6 +26,7 @@ module Jiggler
       environment: nil,
       require: nil,
       queues: [["default", 0]],
+      weighted_queues: nil,
       config_file: nil,
       mode: :at_least_once,
       stats_interval: 5,
@@ -88,10 +89,23 @@ module Jiggler
       @flags = check_all(values)
     end
 
-    # The names of the queues to work, the first served first.
+    # The names of the queues to work: by strict priority, the first served first (`queues`), or by weight
+    # (`weighted_queues`).
     # @returns [Array(String)]
     def queue_names
-      self[:queues].map(&:first)
+      (weighted? ? self[:weighted_queues] : self[:queues]).map(&:first)
+    end
+
+    # Whether queues are served by weight: `weighted_queues` is set in a higher layer than `queues` (a config file's
+    # `queues` gives way to a `-w` flag, say).
+    # @raises [InvalidError] when one layer sets both.
+    def weighted?
+      layer = [@flags, @code, @file].find { |values| values.key?(:queues) || values.key?(:weighted_queues) }
+      return false unless layer
+      if layer.key?(:queues) && layer.key?(:weighted_queues)
+        raise InvalidError, "set queues (strict priority) or weighted_queues (a share each), not both"
+      end
+      layer.key?(:weighted_queues)
     end
 
     # The chain around every enqueue (see Middleware::Chain); yields it when given a block.

@@ -15,12 +15,16 @@ module Jiggler
     DEFAULT_QUEUE = "default"
     # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
     BATCH_ITEM = "batch_item"
-    # The payload field that marks a suspect: a job held by a process that died holding several jobs. A suspect runs
-    # only alone in its process (Server::Fetcher), so that a death while it runs is its own.
+    # The payload field that marks a suspect: a job whose next death must be its own. A suspect runs only alone in
+    # its process (Server::Fetcher), so that a death while it runs is pinned on it.
     SUSPECT = "suspect"
     # The payload field that counts a job's deaths beside other jobs, pinned on none yet. They are added to its crashes
     # when it kills its process alone: the job that did so is what ended those processes too.
     DEATHS_BESIDE = "deaths_beside"
+    # Deaths beside other jobs after which a job runs only alone. Most deaths are the host's doing (an OOM kill, a
+    # kill -9 at deploy, a lost machine), so after the first the jobs run again side by side; a job that was there
+    # at a second death is suspected.
+    DEATHS_BESIDE_BEFORE_ALONE = 2
     BACKTRACE_LINES = 20
     MESSAGE_LIMIT = 2_000
 
@@ -55,12 +59,14 @@ module Jiggler
 
     # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Jobs that
     # kill their process"). A process that held several jobs says nothing certain of any (which one ran what killed it
-    # is unknown, and some had not started), so none gets a crash: each goes back as a suspect, with that death noted
-    # as one beside others, and from then on runs only alone in its process. A process that held one job pins the
-    # crash on it, and with it every death beside others it was held in, which it now explains. A job with
-    # `max_crashes` crashes is poisoned: it goes to the dead set. So a killer is dead after `max_crashes` deliveries
-    # however its first death came, and a job that never dies alone never gets a crash. (Knowing which jobs had
-    # started would take a store write before each job, which the per-job budget does not allow.)
+    # is unknown, and some had not started), so none gets a crash: the death is noted on each as one beside others.
+    # A process that held one job pins the crash on it, and with it every death beside others it was held in, which
+    # it now explains. A job with `max_crashes` crashes is poisoned: it goes to the dead set. Innocent work is not
+    # serialized by one death: the jobs run again side by side, and a job becomes a suspect, to run alone, only at
+    # its second death beside others, or when its next death would poison it (see `suspect_from_now?`). So a killer
+    # still dies alone, after exactly `max_crashes` deliveries, and a job that never dies alone never gets a crash.
+    # (Knowing which jobs had started would take a store write before each job, which the per-job budget does not
+    # allow.)
     # @parameter held [Array(Store::Fetched)] what the process held.
     # @returns [Death]
     def death(held, max_crashes)
@@ -69,9 +75,9 @@ module Jiggler
         if held.size == 1
           job["crashes"] = count(job["crashes"]) + 1 + count(job.delete(DEATHS_BESIDE))
         else
-          job[SUSPECT] = true
           job[DEATHS_BESIDE] = count(job[DEATHS_BESIDE]) + 1
         end
+        job[SUSPECT] = true if suspect_from_now?(job, max_crashes)
         if count(job["crashes"]) >= max_crashes
           death.poisoned << [fetched, job]
         else
@@ -80,6 +86,15 @@ module Jiggler
       rescue => error # unreadable, or a payload whose fields jiggler cannot use
         death.unreadable << [fetched, error]
       end
+    end
+
+    # Whether a job that died runs only alone from now on: it was already a suspect, it has died beside others
+    # DEATHS_BESIDE_BEFORE_ALONE times, or its next death would poison it, which must then be its own for the killer
+    # to end in the dead set after exactly `max_crashes` deliveries.
+    def suspect_from_now?(job, max_crashes)
+      beside = count(job[DEATHS_BESIDE])
+      deaths = count(job["crashes"]) + beside
+      suspect?(job) || beside >= DEATHS_BESIDE_BEFORE_ALONE || deaths >= max_crashes - 1
     end
 
     # Clears a job of suspicion: it failed with an error running alone, so it does not kill its process.

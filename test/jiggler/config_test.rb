@@ -31,6 +31,8 @@ describe Jiggler::Config do
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
       [["a", "1"]], [["a", 1.5]], [[1, 2]], [nil], ["a\tb"], ["\u0001"], ["a" * 129], ["caf\xC3"], [["\xFF".b, 1]]]],
+    weighted_queues: ["positive Integer weight", [[], {}, nil, "default", {"a" => 0}, {"a" => -1}, {"a" => 1.5},
+      {"a" => "2"}, {"has space" => 1}, [["a", 1, 2]], {"" => 1}]],
     mode: [":at_least_once, :at_most_once", [nil, "exactly_once", :fast, 1]],
     error_handlers: ["an Array of objects that respond to #call", [nil, -> {}, ["handler"], [nil]]],
     death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]],

@@ -38,25 +38,51 @@ describe Jiggler::JobRules do
 
   describe ".death" do
     it "pins the crash on the one job a process held" do
-      death = Jiggler::JobRules.death(held(job(crashes: 1)), 3)
+      death = Jiggler::JobRules.death(held(job(crashes: 1)), 4)
       assert_equal [[2, nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
       assert_equal [0, "mail"], death.requeued.first.to_a.first(2)
     end
 
-    it "makes suspects of the jobs a process held together, without a crash" do
-      death = Jiggler::JobRules.death(held(job, job(crashes: 2)), 3)
-      assert_equal [[nil, true, 1], [2, true, 1]],
-        death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
+    it "puts the jobs a process held together back side by side, without a crash, the death noted on each" do
+      death = Jiggler::JobRules.death(held(job, job(deaths_beside: 1)), 5)
+      assert_equal [[nil, nil, 1], [nil, true, 2]],
+        death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") },
+        "a first death beside others is most likely the host's; a second makes a suspect"
       assert_empty death.poisoned
     end
 
+    it "makes a suspect of a job whose next death would poison it, so that death is its own" do
+      death = Jiggler::JobRules.death(held(job, job(crashes: 1)), 3)
+      assert_equal [[nil, nil, 1], [1, true, 1]],
+        death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
+      death = Jiggler::JobRules.death(held(job(crashes: 1)), 3)
+      assert_equal [[2, true]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+      death = Jiggler::JobRules.death(held(job, job), 1)
+      assert_equal [true, true], death.requeued.map { |fetched| parsed(fetched)["suspect"] }, "max_crashes 1: at once"
+    end
+
     it "pins a suspect's deaths beside other jobs on it when it dies alone" do
-      suspect = job(suspect: true, deaths_beside: 1)
-      death = Jiggler::JobRules.death(held(suspect), 3)
-      assert_equal [[2, true, nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
-      # One death beside others and two alone: the killer is dead at its third delivery, as max_crashes says.
-      death = Jiggler::JobRules.death(held(death.requeued.first.payload), 3)
-      assert_equal [3], death.poisoned.map { |_, poisoned| poisoned["crashes"] }
+      suspect = job(suspect: true, deaths_beside: 2)
+      death = Jiggler::JobRules.death(held(suspect), 4)
+      assert_equal [[3, true, nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect", "deaths_beside") }
+    end
+
+    it "sends a killer to the dead set after exactly max_crashes deliveries, whatever it died beside" do
+      (1..5).each do |max_crashes|
+        [[3] * 5, [1] * 5, [3, 1, 2, 1, 1]].each do |sizes|
+          payload = job(args: ["killer"])
+          deliveries = sizes.each_with_index do |size, index|
+            # Whatever else was held, the killer runs beside it only while it is not a suspect.
+            size = 1 if JSON.parse(payload)["suspect"]
+            death = Jiggler::JobRules.death(held(payload, *Array.new(size - 1) { job }), max_crashes)
+            break index + 1 if death.poisoned.any? { |_, poisoned| poisoned["args"] == ["killer"] }
+            payload = death.requeued.first.payload
+          end
+          expected = [max_crashes, 2].max # one death beside others is never pinned at once: max_crashes 1 takes 2
+          expected = max_crashes if sizes.first == 1
+          assert_equal expected, deliveries, "max_crashes #{max_crashes}, held beside #{sizes.inspect}"
+        end
+      end
     end
 
     it "poisons a job at max_crashes, and sets unreadable ones apart" do
@@ -64,7 +90,7 @@ describe Jiggler::JobRules do
       assert_equal [3], death.poisoned.map { |_, poisoned| poisoned["crashes"] }
       death = Jiggler::JobRules.death(held("{oops", job(crashes: "x")), 3)
       assert_equal [[0, Jiggler::Payload::MalformedError]], death.unreadable.map { |fetched, error| [fetched.handle, error.class] }
-      assert_equal [["x", true]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
+      assert_equal [["x", nil]], death.requeued.map { |fetched| parsed(fetched).values_at("crashes", "suspect") }
     end
   end
 end

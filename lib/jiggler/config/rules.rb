@@ -37,6 +37,7 @@ module Jiggler
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)
+        when :weighted_queues then weighted_queues(value)
         when :mode then mode(value)
         when :processes then processes(value)
         when :error_handlers, :death_handlers then handlers(key, value)
@@ -76,6 +77,18 @@ module Jiggler
         pairs.each_with_index.sort_by { |(_, priority), index| [-priority, index] }.map(&:first)
       end
 
+      # Normalizes weighted queues, a Hash of names to weights or [name, weight] pairs, to `[name, weight]` pairs.
+      def weighted_queues(value)
+        list = value.is_a?(Hash) ? value.to_a : value
+        unless list.is_a?(Array) && list.any? && list.all? { |entry| weighted_pair?(entry) }
+          fail!(:weighted_queues, "queue names with a positive Integer weight each ({\"critical\" => 6, \"default\" => 1})", value)
+        end
+        pairs = list.map { |name, weight| [name.to_s, weight] }
+        repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
+        fail!(:weighted_queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
+        pairs
+      end
+
       # Reads recurring tasks (see RecurringTask), loading fugit only when there are some.
       # @returns [Hash(String, RecurringTask)]
       def recurring(value)
@@ -102,6 +115,12 @@ module Jiggler
           fail!(:queues, "names (#{QUEUE_NAME_RULE}), or [name, Integer priority] pairs", entry)
         end
         [name, priority]
+      end
+
+      def weighted_pair?(entry)
+        name, weight = entry
+        name = name.to_s if name.is_a?(Symbol)
+        entry.is_a?(Array) && entry.size == 2 && queue_name?(name) && weight.is_a?(Integer) && weight.positive?
       end
 
       # A text with the credentials of every URL in it replaced by "***", for messages and logs (see Redaction).

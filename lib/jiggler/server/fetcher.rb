@@ -4,11 +4,12 @@ require "set"
 require "async/notification"
 require "async/task"
 require_relative "outage"
+require_relative "queue_order"
 
 module Jiggler
   module Server
     # Keeps the workers fed: each round trip acknowledges the jobs that finished since the last one and takes as many
-    # new jobs as there are free workers, from the queues in strict priority order. When the queues are empty it
+    # new jobs as there are free workers, from the queues in the order QueueOrder gives (strict priority, or by weight). When the queues are empty it
     # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
     # missed), so an idle server costs almost nothing. A wholly idle at-least-once server of one queue waits in the
     # store instead when the store can (Redis): the fetch is sent behind the wait, and the jobs it takes go to the
@@ -28,7 +29,7 @@ module Jiggler
       def initialize(store:, process:, config:, workers:, logger:)
         @store = store
         @process = process
-        @queues = config.queue_names
+        @queues = QueueOrder.new(config)
         @reliable = config.at_least_once?
         @dead_timeout = config[:dead_timeout]
         @dead_max = config[:dead_max_jobs]
@@ -43,7 +44,7 @@ module Jiggler
         @pushed = true
         # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
         # queue and a store that can.
-        @can_wait_in_store = @reliable && @queues.size == 1 && store.respond_to?(:fetch_when_pushed)
+        @can_wait_in_store = @reliable && @queues.names.size == 1 && store.respond_to?(:fetch_when_pushed)
       end
 
       # @parameter parent [Async::Task]
@@ -132,10 +133,10 @@ module Jiggler
         @drained = jobs.size < limit
       end
 
-      # Jobs to take beyond the free workers: as many as finished since the last round trip (at most `concurrency`),
-      # so that workers running short jobs find the next one waiting instead of waiting for a round trip, while long
-      # jobs (few finish per round trip) are not held back from other processes.
-      def ahead = [@acks.size, @workers.concurrency].min
+      # Jobs to take beyond the free workers, while jobs are short (Workers#short_jobs?): as many as finished since the
+      # last round trip (at most `concurrency`), so that workers find the next one waiting instead of waiting for a
+      # round trip. Long jobs are never taken ahead: they would wait a whole run that another process could start.
+      def ahead = @workers.short_jobs? ? [@acks.size, @workers.concurrency].min : 0
 
       # Takes new jobs unless a suspect waits to run alone, or runs alone.
       def fetching? = @state == :running && @suspects.empty? && @alone.nil?
@@ -154,7 +155,7 @@ module Jiggler
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        @store.fetch(@process, @queues, limit: limit, acks: acks, reliable: @reliable)
+        @store.fetch(@process, @queues.next, limit: limit, acks: acks, reliable: @reliable)
       rescue
         @acks.unshift(*acks)
         raise
@@ -174,7 +175,7 @@ module Jiggler
         waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do |task|
           # Known before its first I/O: a quiet or stop that comes while the wait is being sent must cut it short too.
           @waiter = task
-          jobs = @store.fetch_when_pushed(@process, @queues.first, limit: limit, timeout: IDLE_POLL)
+          jobs = @store.fetch_when_pushed(@process, @queues.names.first, limit: limit, timeout: IDLE_POLL)
           @workers.assign(jobs, now: true) if jobs&.any? # before the loop reads other sockets (the push's wake among them)
           jobs
         rescue => error

@@ -165,7 +165,11 @@ module Jiggler
       end
 
       def started_message
-        queues = @config[:queues].map { |name, priority| "#{name}(#{priority})" }.join(", ")
+        queues = if @config.weighted?
+          "by weight " + @config[:weighted_queues].map { |name, weight| "#{name}(#{weight})" }.join(", ")
+        else
+          @config[:queues].map { |name, priority| "#{name}(#{priority})" }.join(", ")
+        end
         "jiggler #{VERSION} started: #{@identity.id}, concurrency #{@config[:concurrency]}, queues #{queues}, " \
           "#{@config[:mode]}, #{@store.description}"
       end

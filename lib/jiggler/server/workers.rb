@@ -9,6 +9,13 @@ module Jiggler
     # A fixed set of worker fibers, started once and reused for every job. Fetched jobs are handed to idle workers;
     # each finished job is reported to the fetcher, which acknowledges it with the next fetch.
     class Workers
+      # Jobs that run shorter than this on average are short: the fetcher takes some ahead of the free workers, so
+      # that a worker finds its next job waiting instead of waiting a round trip. Longer ones are not held back from
+      # other processes: a job behind a busy worker waits a whole run, where a round trip costs a millisecond.
+      SHORT_RUN = 0.05
+      # The weight of the latest run in the moving average of run times.
+      RUN_WEIGHT = 0.1
+
       attr_reader :concurrency
 
       # @parameter concurrency [Integer] how many jobs run at once.
@@ -25,6 +32,7 @@ module Jiggler
         @slots = Array.new(concurrency)
         @started = Array.new(concurrency)
         @busy = 0
+        @mean_run = 0.0
         @stopping = false
         @tasks = []
       end
@@ -95,6 +103,9 @@ module Jiggler
         unfinished
       end
 
+      # Whether the jobs run lately were short on average (see SHORT_RUN).
+      def short_jobs? = @mean_run < SHORT_RUN
+
       # Whether no job runs or waits for a worker.
       def idle? = @busy.zero? && @jobs.empty?
 
@@ -116,12 +127,13 @@ module Jiggler
       end
 
       def work(job, index)
-        @started[index] = Process.clock_gettime(Process::CLOCK_REALTIME)
+        started = @started[index] = Process.clock_gettime(Process::CLOCK_REALTIME)
         @slots[index] = job
         @busy += 1
         failure = process(job)
         @slots[index] = nil
         @busy -= 1
+        @mean_run += (Process.clock_gettime(Process::CLOCK_REALTIME) - started - @mean_run) * RUN_WEIGHT
         report(job, failure)
       end
 

@@ -49,11 +49,12 @@ module Jiggler
 
       CHUNK = 500
       PUSH_POLL = 0.005
+      ANNOUNCE_POLL = 1.0
       ANNOUNCED_BY = {"pushes" => :queues, "schedules" => :schedule}.freeze
       SETS = %w[scheduled retry dead].freeze
       COUNTERS = %w[processed failures].freeze
       BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
-      private_constant :CHUNK, :PUSH_POLL, :ANNOUNCED_BY, :BY_ENTRY
+      private_constant :CHUNK, :PUSH_POLL, :ANNOUNCE_POLL, :ANNOUNCED_BY, :BY_ENTRY
 
       # @parameter path [String] the database file.
       # @parameter synchronous [String] "normal" or "full".
@@ -76,6 +77,7 @@ module Jiggler
         @lock.synchronize do
           @queue&.close
           @queue = nil
+          @doorbell&.close
         end
       end
 
@@ -103,7 +105,14 @@ module Jiggler
 
       # A write transaction.
       def write
-        @lock.synchronize { job_queue.transaction { yield job_queue } }
+        @lock.synchronize do
+          outermost = !job_queue.db.transaction_active?
+          result = job_queue.transaction { yield job_queue }
+          ring_if_announced if outermost # once committed: a waiter that looks sooner sees nothing new
+          result
+        ensure
+          @announced_work = false if outermost # a transaction that rolled back announced nothing
+        end
       rescue SQLite3::Exception => error
         raise ConnectionError, "#{@path}: #{error.message}"
       end
@@ -122,6 +131,7 @@ module Jiggler
       end
 
       def count(db, name, amount)
+        @announced_work = true if ANNOUNCED_BY.key?(name)
         db.execute("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
       end
 

@@ -5,7 +5,8 @@ require "jiggler/server/reaper"
 
 # A job that kills its process (kill -9 of itself) among ordinary jobs, some of them several seconds long so that
 # they run beside it: only the killer may end in the dead set. A process that dies holding several jobs pins the
-# crash on none of them; they come back as suspects, which run alone, so the killer's next deaths are its own.
+# crash on none of them; they run again side by side, and after a second such death as suspects, which run alone,
+# so the killer's last deaths are its own.
 # Servers are restarted as they die, on Redis and on SQLite. (Before suspects, the three long jobs fetched with the
 # killer died beside it three times and went to the dead set with it.)
 StoreTarget.describe_each("poison attribution") do

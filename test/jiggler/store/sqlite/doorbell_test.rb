@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "jiggler/store/sqlite"
+
+describe Jiggler::Store::SQLite::Doorbell do
+  let(:database) { File.join(Dir.mktmpdir("jiggler-doorbell"), "jobs.sqlite3") }
+  let(:waiter) { Jiggler::Store::SQLite::Doorbell.new(database) }
+
+  after { waiter.close }
+
+  def sockets(doorbell) = Dir.children(doorbell.instance_variable_get(:@dir))
+
+  it "wakes a waiter of the same database when rung, and only then" do
+    refute waiter.wait(0.01), "nothing rang"
+    Jiggler::Store::SQLite::Doorbell.new(database).ring
+    assert waiter.wait(1)
+    refute waiter.wait(0.01), "each ring is read once"
+    Jiggler::Store::SQLite::Doorbell.new("#{database}-other").ring
+    refute waiter.wait(0.01), "another database's ring is not this one's"
+  end
+
+  it "removes the socket of a waiter that died without closing it, and its own when closed" do
+    waiter.wait(0.001)
+    gone = Jiggler::Store::SQLite::Doorbell.new(database)
+    gone.wait(0.001)
+    gone.instance_variable_get(:@listener).close # as a kill -9 leaves it: the file, no socket
+    assert_equal 2, sockets(waiter).size
+    Jiggler::Store::SQLite::Doorbell.new(database).ring
+    assert_equal 1, sockets(waiter).size
+    waiter.close
+    assert_empty sockets(gone)
+  end
+end
