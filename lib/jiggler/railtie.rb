@@ -35,6 +35,12 @@ module Jiggler
     # Jiggler logs to Rails.logger, unless JIGGLER_LOG_FORMAT=json asks for its own JSON lines on standard output.
     config.after_initialize { Jiggler.logger = ::Rails.logger unless Logger.json? }
 
+    # Mission Control - Jobs, when the app has it, reads and acts on jiggler's jobs through the adapter. Checked
+    # once every gem is loaded, whatever the order of the Gemfile.
+    config.before_initialize do
+      require_relative "rails/mission_control" if defined?(::MissionControl::Jobs::Engine)
+    end
+
     # After each code reload (in development), servers look job classes up again.
     config.to_prepare { Jiggler::Job.reloaded! }
   end

@@ -6,6 +6,8 @@ require "active_record/railtie"
 require "active_job/railtie"
 require "action_controller/railtie"
 require "jiggler"
+require "propshaft"
+require "mission_control/jobs" # test/rails/mission_control_test.rb
 
 module Shop
   class Application < Rails::Application
@@ -24,5 +26,10 @@ module Shop
     config.active_job.queue_adapter = :jiggler
     # Jobs run on fibers: each must have its own connection (the server refuses to start otherwise).
     config.active_support.isolation_level = ENV.fetch("APP_ISOLATION_LEVEL", "fiber").to_sym
+    # Mission Control - Jobs, mounted at /jobs: no authentication, and no ApplicationController in this app.
+    config.mission_control.jobs.http_basic_auth_enabled = false
+    config.mission_control.jobs.base_controller_class = "ActionController::Base"
+    # The tests post Mission Control's forms without a CSRF token.
+    config.action_controller.allow_forgery_protection = false
   end
 end
