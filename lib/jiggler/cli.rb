@@ -166,7 +166,8 @@ module Jiggler
     # one stops the boot.
     def load_recurring_file(config)
       path = config[:recurring_file] || (Config::RecurringFile::DEFAULT_PATH if ::File.exist?(Config::RecurringFile::DEFAULT_PATH))
-      config[:recurring] = Config::RecurringFile.load(path, config[:environment]).merge(config[:recurring]) if path
+      return unless path
+      config[:recurring] = Config::RecurringFile.tasks(path, config[:environment]).merge(config[:recurring])
     end
 
     def default_config_file

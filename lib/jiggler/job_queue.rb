@@ -21,12 +21,16 @@ module Jiggler
   #     queue.append_event(job.id, {"fetched" => 200})
   #     queue.cas_state(job.id, ["fetching", 1], "done")   # => the job, now "done"; nil if its state was not that
   #   end
+  #
+  # The SQLite store keeps its jobs in the same table, as rows without a modified time. This API never sees them:
+  # every method below reads and changes only rows that have one (OWN), so a JobQueue opened on the store's file can
+  # neither take, change nor delete the store's jobs.
   class JobQueue
     # Raised when the file cannot be opened as a jiggler database.
     class OpenError < Error; end
 
     # A job as read back: id, state, payload (parsed), events (oldest first, each [epoch seconds, event]) and when it
-    # was last modified (a Time; nil for the SQLite store's own rows).
+    # was last modified (a Time).
     Job = Struct.new(:id, :state, :payload, :events, :modified)
 
     # Payloads and events are written as JSON types only and read back as plain data, whatever the app's JSON options.
@@ -34,6 +38,8 @@ module Jiggler
     private_constant :JSON_CODER
 
     SYNCHRONOUS = %w[normal full].freeze
+    # The condition that picks JobQueue's own rows, never the SQLite store's (which leave `modified` NULL).
+    OWN = "modified IS NOT NULL"
     LOCK_TIMEOUT_MS = 5_000
 
     # Opens a queue, yields it and closes it.
@@ -88,22 +94,24 @@ module Jiggler
 
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
-      row = @db.get_first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
-      row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), events(id), row[4] && Time.at(row[4]))
+      row = @db.get_first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ? AND #{OWN}", [id])
+      row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), row_events(id), Time.at(row[4]))
     end
 
     # Takes the least recently modified job matching `query` (jobq's round robin, which favours progress) and moves
     # it to `new_state`, atomically, logging the change.
     # @parameter query [Hash | Nil] `state:` and payload fields to match, e.g. `{state: "new", "kind" => "email"}`;
-    #   nil matches any job.
+    #   nil matches any job. A field matches a JSON scalar of the same type, or an Array equal to it (`["x"]` never
+    #   matches `"x"`).
     # @returns [Job | Nil] the job as it is now, or nil when none matches.
-    # @raises [ArgumentError] for a query that is neither a Hash nor nil, or a state that is not JSON.
+    # @raises [ArgumentError] for a query that is neither a Hash nor nil, a field value that is a Hash or not JSON,
+    #   or a state that is not JSON.
     def poll(query, new_state)
       where, values = Query.conditions(query)
       stored = State.dump(new_state)
       transaction do
         id, old, type = @db.get_first_row("SELECT id, state, typeof(state) FROM jobs " \
-          "WHERE modified IS NOT NULL AND #{where} ORDER BY modified, id LIMIT 1", values)
+          "WHERE #{OWN} AND #{where} ORDER BY modified, id LIMIT 1", values)
         id && change_state(id, State.load(old, type), stored)
       end
     end
@@ -123,15 +131,23 @@ module Jiggler
     def append_event(id, event)
       transaction do
         now = Time.now.to_f
-        state, type, payload = @db.get_first_row("UPDATE jobs SET modified = ? WHERE id = ? RETURNING state, typeof(state), payload", [now, id])
+        state, type, payload = @db.get_first_row("UPDATE jobs SET modified = ? WHERE id = ? AND #{OWN} " \
+          "RETURNING state, typeof(state), payload", [now, id])
         next unless payload
         add_event(id, event, at: now)
         job_as_now(id, State.load(state, type), payload, now)
       end
     end
 
-    # A job's events, oldest first. @returns [Array([Float, Object])]
+    # A job's events, oldest first. @returns [Array([Float, Object])] empty for an unknown id.
     def events(id)
+      own = @db.get_first_value("SELECT 1 FROM jobs WHERE id = ? AND #{OWN}", [id])
+      own ? row_events(id) : []
+    end
+
+    # The events of any row, the SQLite store's own included (its job history), oldest first.
+    # @returns [Array([Float, Object])]
+    def row_events(id)
       @db.execute("SELECT at, event FROM events WHERE job_id = ? ORDER BY id", [id]).map do |at, event|
         [at, JSON_CODER.load(event)]
       end
@@ -139,7 +155,7 @@ module Jiggler
 
     # Deletes a job and its events. @returns [Boolean] whether it existed.
     def delete(id)
-      transaction { delete_where("id = ?", [id]) == 1 }
+      transaction { delete_where("id = ? AND #{OWN}", [id]) == 1 }
     end
 
     # Closes the file.
@@ -207,15 +223,17 @@ module Jiggler
     # @returns [Job | Nil] the job as it is now; nil when no job changed.
     def change_state(id, old, stored, condition = "", values = [])
       now = Time.now.to_f
-      payload, = @db.get_first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} RETURNING payload",
-        [stored, now, id, *values])
+      payload, = @db.get_first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? AND #{OWN} #{condition} " \
+        "RETURNING payload", [stored, now, id, *values])
       return unless payload
       state = state_value(stored)
       add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state}, at: now)
       job_as_now(id, state, payload, now)
     end
 
-    def job_as_now(id, state, payload, modified) = Job.new(id, state, JSON_CODER.load(payload), events(id), Time.at(modified))
+    def job_as_now(id, state, payload, modified)
+      Job.new(id, state, JSON_CODER.load(payload), row_events(id), Time.at(modified))
+    end
 
     # A stored state as the value it stands for.
     def state_value(stored) = stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored

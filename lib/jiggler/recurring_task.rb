@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
-require "fugit"
 require "securerandom"
 require_relative "payload"
 require_relative "config"
 require_relative "job/options"
+require_relative "recurring_task/schedule"
 
 module Jiggler
   # A job enqueued on a schedule, as declared in config/recurring.yml (Solid Queue's format) or `config[:recurring]`:
@@ -24,6 +24,11 @@ module Jiggler
       "command" => "jiggler enqueues job classes: put the code in a job's perform and name its class",
       "priority" => "jiggler orders work by queue: set queue instead"
     }.freeze
+    # A task's name is shown and addressed by the dashboard (one URL path segment): printable UTF-8, not blank.
+    NAME = /\A[[:print:]]{1,200}\z/
+    NAME_RULE = "1 to 200 printable characters of valid UTF-8, not all spaces"
+    # A job class's name, as Object.const_get takes it: "ReportJob", "Reports::NightlyJob".
+    CLASS_NAME = /\A(::)?[A-Z]\w*(::[A-Z]\w*)*\z/
 
     attr_reader :name, :job, :args, :queue, :schedule, :description, :cron
 
@@ -45,14 +50,13 @@ module Jiggler
 
     def initialize(name, settings)
       @name = name
+      check_name
       check_keys(settings)
-      @job = settings["class"]
-      invalid!("needs class: the name of a job class") unless @job.is_a?(String) && !@job.empty?
+      @job = read_class(settings["class"])
       @args = read_args(settings["args"])
-      @queue = settings["queue"]&.to_s
+      @queue = read_queue(settings["queue"])
       @description = settings["description"]&.to_s
       @schedule = settings["schedule"].to_s
-      invalid!("needs schedule: a cron line or a phrase such as \"every 15 minutes\"") if @schedule.strip.empty?
       @cron = parse(@schedule)
       freeze
     end
@@ -128,11 +132,32 @@ module Jiggler
       fields
     end
 
+    def check_name
+      readable = @name.valid_encoding? && NAME.match?(@name) && !@name.strip.empty?
+      invalid!("has a name the dashboard cannot show or address: write #{NAME_RULE}") unless readable
+    end
+
     def check_keys(settings)
       settings.each_key do |key|
         invalid!("has #{key}, which jiggler does not take: #{REFUSED[key]}") if REFUSED.key?(key)
         invalid!("has an unknown key #{key.inspect}; known keys: #{KEYS.join(", ")}") unless KEYS.include?(key)
       end
+    end
+
+    def read_class(job)
+      invalid!("needs class: the name of a job class") unless job.is_a?(String) && !job.empty?
+      return job if CLASS_NAME.match?(job)
+      constant = job.split(/[^A-Za-z0-9]+/).map { |word| word[0].upcase + word[1..] if word[0] }.join
+      hint = (CLASS_NAME.match?(constant) && !job.include?(":")) ? ", such as #{constant.inspect}" : ""
+      invalid!("has class #{job.inspect}, which is not a class name: write the job class's constant#{hint}")
+    end
+
+    # nil: the class's queue.
+    def read_queue(value)
+      return if value.nil?
+      queue = value.to_s
+      return queue if Config::Rules.queue_name?(queue)
+      invalid!("has queue #{queue.inspect}, which is not #{Config::Rules::QUEUE_NAME_RULE}")
     end
 
     # Solid Queue's rule: an Array is the argument list, anything else is the one argument.
@@ -145,13 +170,10 @@ module Jiggler
     end
 
     def parse(schedule)
-      parsed = Fugit.parse(schedule, multi: :fail)
-      return parsed if parsed.is_a?(Fugit::Cron)
-      invalid!("has schedule #{schedule.inspect}, a duration, not a schedule: write \"every #{schedule}\"") if parsed
-      invalid!("has schedule #{schedule.inspect}, which is neither a cron line (\"*/15 * * * *\", \"0 3 * * * Europe/Paris\") " \
-        "nor a phrase fugit reads (\"every 15 minutes\", \"every day at 3am\")")
+      invalid!("needs schedule: #{Schedule::ACCEPTED}") if schedule.strip.empty?
+      Schedule.parse(schedule)
     rescue ArgumentError => error
-      invalid!("has schedule #{schedule.inspect}, which fugit cannot read: #{error.message.lines.first&.strip}")
+      invalid!("has schedule #{schedule.inspect}, which #{error.message}")
     end
 
     def invalid!(reason)

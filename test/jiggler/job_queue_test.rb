@@ -297,11 +297,12 @@ describe Jiggler::JobQueue do
     it "gives JobQueue's jobs a modified time (their last event's, else the upgrade's), the store's rows none" do
       schema_3_file
       upgraded = Time.now
-      modified = (1..4).map { |id| queue.get(id).modified }
+      modified = (1..3).map { |id| queue.get(id).modified }
       assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
       assert_equal [Time.at(2000.0), Time.at(1000.0)], modified.first(2)
       assert_operator modified[2], :>=, upgraded - 1
-      assert_nil modified[3], "the store's row keeps modified NULL, out of JobQueue's index"
+      assert_nil queue.db.get_first_value("SELECT modified FROM jobs WHERE id = 4"), "the store's row keeps modified NULL"
+      assert_nil queue.get(4), "out of JobQueue's sight"
       assert_equal [2, 1, 3, 2, 1, 3], Array.new(6) { queue.poll(nil, "seen").id }, "least recently modified first; never the store's row"
     end
 
@@ -309,7 +310,8 @@ describe Jiggler::JobQueue do
       schema_3_file
       assert_equal ["new", {"n" => 1}, ["late"]], queue.get(1).then { |job| [job.state, job.payload, job.events.map(&:last)] }
       assert_equal [["queued", "default", 100.5, nil]], queue.db.execute("SELECT state, queue, run_at, modified FROM jobs WHERE id = 4")
-      assert_equal [{"type" => "enqueued"}], queue.events(4).map(&:last)
+      assert_equal [{"type" => "enqueued"}], queue.row_events(4).map(&:last), "its history, for the store"
+      assert_equal [], queue.events(4), "not JobQueue's"
       indexes = queue.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").flatten
       assert_includes indexes, "jobs_by_state_modified"
       assert_includes indexes, "jobs_by_modified"
@@ -469,6 +471,27 @@ describe Jiggler::JobQueue do
       assert_equal two, queue.poll({"urgent" => false}, "z").id
     end
 
+    it "matches an Array only to an equal array field, never to a scalar, and [] to an empty array alone" do
+      scalar = queue.create({"tags" => "x"}, "new").id
+      text = queue.create({"tags" => '["x"]'}, "new").id
+      array = queue.create({"tags" => ["x"]}, "new").id
+      empty = queue.create({"tags" => []}, "new").id
+      assert_equal array, queue.poll({:state => "new", "tags" => ["x"]}, "taken").id
+      assert_nil queue.poll({:state => "new", "tags" => ["x"]}, "taken"), "neither the scalar \"x\" nor the string '[\"x\"]'"
+      assert_equal empty, queue.poll({:state => "new", "tags" => []}, "taken").id
+      assert_nil queue.poll({:state => "new", "tags" => []}, "taken"), "[] binds nothing of the previous poll"
+      assert_equal [scalar, text], [queue.poll({"tags" => "x"}, "t").id, queue.poll({"tags" => '["x"]'}, "t").id]
+    end
+
+    it "refuses a Hash or a non-JSON value for a field with a clear ArgumentError, changing nothing" do
+      queue.create({"meta" => {"a" => 1}}, "new")
+      [{"a" => 1}, [{"a" => 1}], Object.new, Time.at(0)].each do |value|
+        error = assert_raises(ArgumentError) { queue.poll({"meta" => value}, "taken") }
+        assert_match(/\Apoll matches payload field "meta" against nil, true, false, a number, a String, a Symbol or an Array of these \(got /, error.message)
+      end
+      assert_equal "new", queue.get(1).state
+    end
+
     it "takes the oldest job of any state with an empty query" do
       first = queue.create({}, "a").id
       queue.create({}, "b")
@@ -536,6 +559,32 @@ describe Jiggler::JobQueue do
           "the jobs a process got are the ones the file says it took"
       end
       assert_operator taken.count(&:any?), :>=, 2, "the processes should have polled concurrently (per process: #{taken.map(&:size)})"
+    end
+  end
+
+  describe "on the SQLite store's own file" do
+    it "never sees, takes, changes nor deletes the store's jobs, which then run as usual" do
+      Jiggler.configure do |config|
+        config[:redis_url] = nil
+        config[:sqlite_path] = path
+      end
+      jobs = Array.new(3) { |n| {"jid" => "j#{n}", "name" => "TickJob", "args" => [n], "queue" => "default", "created_at" => 1.0} }
+      Jiggler.store.push("default", jobs.map { |job| Jiggler::Payload.dump(job) })
+      stored = queue.db.execute("SELECT id, state, payload FROM jobs ORDER BY id")
+      mine = queue.create({"name" => "TickJob"}, "queued").id
+      stored.each do |id, _, _|
+        assert_nil queue.get(id)
+        assert_nil queue.cas_state(id, "queued", "taken")
+        assert_nil queue.append_event(id, "mine")
+        assert_equal [], queue.events(id)
+        refute queue.delete(id)
+      end
+      assert_equal mine, queue.poll({state: "queued"}, "a").id
+      assert_equal [nil, nil], [queue.poll({state: "queued"}, "b"), queue.poll({:state => "queued", "name" => "TickJob"}, "c")]
+      assert_equal stored, queue.db.execute("SELECT id, state, payload FROM jobs WHERE id != ? ORDER BY id", [mine])
+      assert_equal [0, 1, 2], Jiggler.store.fetch("p", ["default"], limit: 5).map { |job| Jiggler::Payload.load(job.payload)["args"].first }
+    ensure
+      Jiggler.store.close
     end
   end
 

@@ -62,12 +62,46 @@ describe Jiggler::RecurringTask do
 
   it "refuses bad settings with the task's name and the reason" do
     assert_match(/\Arecurring task "report" has schedule "sometimes", which is neither a cron line/, error(schedule: "sometimes"))
-    assert_match(/"report" has schedule "5 minutes", a duration, not a schedule: write "every 5 minutes"/, error(schedule: "5 minutes"))
+    assert_match(/"report" has schedule "5 minutes", which is a duration, not a schedule: write "every 5 minutes"/, error(schedule: "5 minutes"))
     assert_match(/"report" needs schedule/, error(schedule: nil))
     assert_match(/"report" needs class/, error(class: nil))
     assert_match(/"report" has command, which jiggler does not take/, error(command: "Report.run"))
     assert_match(/"report" has an unknown key "every"/, error(every: 5))
     assert_match(/"report" has arguments that cannot be stored/, error(args: [Object.new]))
+  end
+
+  it "refuses a class that is not a constant's name, suggesting the constant" do
+    assert_match(/\Arecurring task "report" has class "count_job", which is not a class name: .*"CountJob"\z/, error(class: "count_job"))
+    assert_match(/"report" has class "Reports::nightly", which is not a class name/, error(class: "Reports::nightly"))
+    assert_equal "Reports::NightlyJob", task(class: "Reports::NightlyJob").job
+  end
+
+  it "refuses a queue that is not a queue name, by the rule every queue name follows" do
+    ["", " ", "a b", "a|b", "{a}", "x" * 129].each do |queue|
+      assert_match(/\Arecurring task "report" has queue #{Regexp.escape(queue.inspect)}, which is not a queue name: 1 to 128/, error(queue: queue))
+    end
+    assert_equal "reports", task(queue: "reports").queue
+    assert_nil task(queue: nil).queue, "no queue: the class's"
+  end
+
+  it "refuses a name the dashboard could not show or address, and takes any other" do
+    ["", "   ", "tab\tname", "x" * 201, "\xFF".b.force_encoding(Encoding::UTF_8)].each do |name|
+      message = assert_raises(Jiggler::Config::InvalidError) { Jiggler::RecurringTask.build(name, {"class" => "TickJob", "schedule" => "every minute"}) }.message
+      assert_match(/has a name the dashboard cannot show or address: write 1 to 200 printable characters/, message)
+    end
+    assert_equal "a/b ..?", Jiggler::RecurringTask.build("a/b ..?", {"class" => "TickJob", "schedule" => "every minute"}).name
+  end
+
+  it "says what is wrong with a schedule and which forms it takes, cron lines and fugit's phrases" do
+    accepted = /write a cron line \(five fields, minute hour day-of-month month day-of-week.*or a phrase fugit reads \("every 5 minutes"/
+    assert_match(/"every 5 minutez", which is neither a cron line nor a phrase fugit reads; #{accepted}/, error(schedule: "every 5 minutez"))
+    assert_match(/"\* \* \* \*", which is not a cron line: it has 4 fields, where a cron line has five/, error(schedule: "* * * *"))
+    assert_match(/"61 \* \* \* \*", which is not a valid cron line: a field is out of range or malformed \(minute 0-59/, error(schedule: "61 * * * *"))
+    assert_match(/"0 3 \* \* \* Mars\/Olympus", which has an unknown time zone "Mars\/Olympus": use a name of the tz database/, error(schedule: "0 3 * * * Mars/Olympus"))
+    assert_match(/"2026-12-01 10:00", which is one point in time, not a repeating schedule; #{accepted}/, error(schedule: "2026-12-01 10:00"))
+    refute_match(/write "every/, error(schedule: "0 3 * * * Mars/Olympus"), "no advice to prefix a cron line with every")
+    assert_match(/"12", which is not a cron line: it has 1 field,/, error(schedule: "12"))
+    assert_equal "0 12 * * 1", task(schedule: "every monday at noon").cron.to_cron_s
   end
 
   it "is checked when set in the config, and the whole config stays usable" do
@@ -100,5 +134,27 @@ describe Jiggler::Config::RecurringFile do
     YAML
     tasks = Jiggler::Config::RecurringFile.load(path, "production")
     assert_equal({"a" => "every minute", "b" => "0 3 * * *"}, tasks.transform_values { |task| task["schedule"] })
+  end
+
+  def file(text)
+    File.join(Dir.mktmpdir("jiggler-recurring"), "recurring.yml").tap { |path| File.write(path, text) }
+  end
+
+  it "names the file and the task in one line when a task is wrong" do
+    path = file("count:\n  class: count_job\n  schedule: every minute\n")
+    message = assert_raises(Jiggler::Config::InvalidError) { Jiggler::Config::RecurringFile.tasks(path, "production") }.message
+    assert_equal "#{path}: recurring task \"count\" has class \"count_job\", which is not a class name: " \
+      "write the job class's constant, such as \"CountJob\"", message
+    assert_equal ["count"], Jiggler::Config::RecurringFile.tasks(file("count:\n  class: CountJob\n  schedule: every minute\n"), "x").keys
+  end
+
+  it "refuses YAML aliases at once, naming the file, so an alias bomb in args cannot hang the boot" do
+    levels = ("b".."i").each_cons(2).map { |from, to| "&#{to} [#{(["*#{from}"] * 9).join(", ")}]" }.join(", ")
+    path = file("bomb:\n  class: TickJob\n  schedule: every minute\n  args: [&b [x, x, x, x, x, x, x, x, x], #{levels}]\n")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    message = assert_raises(Jiggler::Config::InvalidError) { Jiggler::Config::RecurringFile.load(path, "production") }.message
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1
+    assert_equal "config file #{path} uses a YAML alias (*name), which this file may not: an alias repeated inside " \
+      "aliases can grow without bound; write the values out instead", message
   end
 end

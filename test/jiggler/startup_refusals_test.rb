@@ -102,6 +102,17 @@ describe "jiggler and jiggler web refusing to start" do
       status, output = run_command("-r", @jobs, "-C", config_file("concurency:\n  workers: 5\n"), env: {})
       assert_refused(status, output, /"concurency", which is neither a setting nor an environment section of settings/)
     end
+
+    # A recurring.yml task checked at boot, on each store: one line naming the file and the task.
+    {"redis" => {}, "sqlite" => {"REDIS_URL" => nil}}.each do |store, env|
+      it "refuses a recurring task whose class is not a constant's name, on #{store}, in one line naming it and the file" do
+        recurring = File.join(@tmp, "recurring.yml")
+        File.write(recurring, "count:\n  class: count_job\n  schedule: every minute\n")
+        env = env.merge("JIGGLER_SQLITE_PATH" => File.join(@tmp, "jobs.sqlite3")) if store == "sqlite"
+        status, output = run_command("-r", @jobs, "-C", config_file("recurring_file: #{recurring}\n"), env: env)
+        assert_refused(status, output, /\Ajiggler: #{Regexp.escape(recurring)}: recurring task "count" has class "count_job", which is not a class name/)
+      end
+    end
   end
 
   describe "the SQLite store" do

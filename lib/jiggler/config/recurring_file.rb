@@ -11,6 +11,9 @@ module Jiggler
     #     nightly_report:
     #       class: ReportJob
     #       schedule: every day at 3am
+    #
+    # YAML aliases are refused: aliases of aliases in `args:` make a value that doubles at each level, which would
+    # take the boot forever to check and store.
     module RecurringFile
       DEFAULT_PATH = "config/recurring.yml"
       TASK_KEYS = %w[class command schedule].freeze
@@ -20,13 +23,24 @@ module Jiggler
       # @parameter path [String]
       # @parameter environment [String]
       # @returns [Hash(String, Hash)] the tasks' settings, not yet checked.
-      # @raises [InvalidError] when the file cannot be read or is not a mapping.
+      # @raises [InvalidError] when the file cannot be read, is not a mapping or uses an alias.
       def load(path, environment)
-        data = YAMLFile.parse(path)
+        data = YAMLFile.parse(path, aliases: false)
         tasks = data.select { |_, value| task?(value) }
         section = data[environment]
         tasks.merge!(section) if section.is_a?(Hash) && !task?(section)
         tasks
+      end
+
+      # The file's tasks, checked.
+      # @returns [Hash(String, RecurringTask)]
+      # @raises [InvalidError] in one line naming the file, and the task when one is wrong.
+      def tasks(path, environment)
+        require_relative "../recurring_task"
+        load(path, environment).to_h { |name, settings| [name.to_s, RecurringTask.build(name, settings)] }
+      rescue InvalidError => error
+        raise if error.message.start_with?("config file #{path}")
+        raise InvalidError, "#{path}: #{error.message}"
       end
 
       # A mapping with any of a task's keys is a task; any other mapping is an environment's section.

@@ -30,11 +30,14 @@ module Jiggler
         settings.to_h { |key, value| [key.to_sym, value] }
       end
 
-      def parse(path)
+      # @parameter aliases [Boolean] whether YAML anchors and aliases may be used.
+      # @raises [InvalidError] naming the file, when it cannot be read, is not valid YAML, is not a mapping, or uses
+      #   an alias that is not allowed.
+      def parse(path, aliases: true)
         # Loaded here, not with the gem: a process without a config file is spared psych's memory (about 1.2 MB).
         require "erb"
         require "yaml"
-        data = YAML.safe_load(evaluate(path, ::File.read(path)), permitted_classes: [Symbol], aliases: true) || {}
+        data = YAML.safe_load(evaluate(path, ::File.read(path)), permitted_classes: [Symbol], aliases: aliases) || {}
         raise InvalidError, "config file #{path} must hold a mapping of settings" unless data.is_a?(Hash)
         data = plain_keys(data)
         odd = data.keys.reject { |key| key.is_a?(String) }
@@ -42,6 +45,9 @@ module Jiggler
         data
       rescue Errno::ENOENT, Errno::EACCES, Errno::EISDIR => error
         raise InvalidError, "cannot read config file #{path}: #{error.message}"
+      rescue Psych::BadAlias
+        raise InvalidError, "config file #{path} uses a YAML alias (*name), which this file may not: " \
+          "an alias repeated inside aliases can grow without bound; write the values out instead"
       rescue Psych::Exception, SyntaxError => error
         raise InvalidError, "config file #{path} is not valid YAML: #{error.message}"
       end

@@ -7,8 +7,11 @@ module Jiggler
   class Web
     # The recurring tasks page: each task the servers run, its schedule, last and next run, and actions to run it now
     # or to disable and enable it for every server. Tasks are read from the store, where servers record them at boot,
-    # so the dashboard needs neither the app's job classes nor its recurring.yml.
+    # so the dashboard needs neither the app's job classes nor its recurring.yml. The page shows PER_PAGE tasks at a
+    # time, by name: only those are read and have their next run worked out, so thousands of tasks render at once.
     module RecurringRoutes
+      PER_PAGE = 50
+
       # A task as the page shows it.
       Row = Struct.new(:name, :task, :settings, :last_run, :enabled, :error, keyword_init: true) do
         # The next tick, or nil when the schedule cannot be read here.
@@ -17,7 +20,7 @@ module Jiggler
 
       # @returns [Router]
       def self.draw(router)
-        router.get("/recurring") { erb(:recurring, locals: {rows: RecurringRoutes.rows(store)}) }
+        router.get("/recurring") { RecurringRoutes.page(self) }
         router.post("/recurring/:name/run") do
           row = RecurringRoutes.find(store, route_params["name"]) || not_found
           halt(400, "this task's settings cannot be read: #{row.error}") unless row.task
@@ -30,14 +33,25 @@ module Jiggler
         router
       end
 
-      # The tasks recorded in the store. @returns [Array(Row)]
-      def self.rows(store)
-        require_relative "../recurring_task" # fugit, loaded only by a dashboard that shows this page
-        store.recurring_tasks.map { |name, json, last_run, enabled| row(name, json, last_run, enabled) }
+      # The page of tasks asked for with `?page=`.
+      # @parameter action [Action]
+      def self.page(action)
+        recorded = action.store.recurring_tasks
+        shown = recorded.drop((action.page - 1) * PER_PAGE).first(PER_PAGE)
+        more = recorded.size > action.page * PER_PAGE
+        action.erb(:recurring, locals: {rows: rows(shown), total: recorded.size, more: more})
       end
 
-      # @returns [Row | Nil]
-      def self.find(store, name) = rows(store).find { |row| row.name == name }
+      # The tasks as the page shows them.
+      # @parameter recorded [Array(Array)] what `store.recurring_tasks` returns, or part of it.
+      # @returns [Array(Row)]
+      def self.rows(recorded)
+        require_relative "../recurring_task" # fugit, loaded only by a dashboard that shows this page
+        recorded.map { |name, json, last_run, enabled| row(name, json, last_run, enabled) }
+      end
+
+      # The task recorded under a name, read alone. @returns [Row | Nil]
+      def self.find(store, name) = rows(store.recurring_tasks.select { |recorded| recorded.first == name }).first
 
       def self.row(name, json, last_run, enabled)
         task, settings = RecurringTask.from_h(name, JSON.parse(json))

@@ -52,11 +52,11 @@ StoreTarget.describe_each("recurring tasks") do
     assert_includes target_store.history(job["jid"]).map { |_, event| event["type"] }, "recurring" if target_name == "sqlite"
   end
 
-  it "stops the boot with the task's name and the reason for a bad schedule" do
+  it "stops the boot with the file, the task's name and the reason for a bad schedule" do
     File.write(@recurring_file, "nightly:\n  class: TickJob\n  schedule: every blue moon\n")
     server = start
     assert_equal 1, server.wait(timeout: 20)
     assert_equal 1, server.log.lines.size, server.log
-    assert_match(/\Ajiggler: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/, server.log)
+    assert_match(/\Ajiggler: #{Regexp.escape(@recurring_file)}: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/, server.log)
   end
 end

@@ -2,6 +2,8 @@
 
 require "test_helper"
 require "json"
+require "tmpdir"
+require "fileutils"
 require "support/web_session"
 
 module RecurringWebTest
@@ -103,6 +105,37 @@ describe "Jiggler::Web recurring page" do
     assert_equal 200, last_response.status
     refute_includes body, WebSession::HOSTILE
     assert_includes body, "unreadable settings"
+  end
+end
+
+# Thousands of tasks: the page shows 50 at a time, by name, and runs or disables one without reading the others.
+describe "Jiggler::Web recurring page with many tasks" do
+  include WebSession
+
+  {"redis" => nil, "sqlite" => "jobs.sqlite3"}.each do |store_name, file|
+    it "shows 50 tasks a page with links to the others, and acts on one by name, on #{store_name}" do
+      dir = Dir.mktmpdir("jiggler-web-recurring")
+      if file
+        Jiggler.configure do |config|
+          config[:redis_url] = nil
+          config[:sqlite_path] = File.join(dir, file)
+        end
+      end
+      definition = JSON.generate({"class" => "TickJob", "schedule" => "0 3 * * *", "job" => {"queue" => "ticks", "retries" => 0}})
+      web_store.save_recurring(Array.new(2_000) { |index| [format("task_%04d", index), definition] }.to_h)
+      get "/recurring", page: 2
+      assert_equal 200, last_response.status
+      assert_equal (50...100).map { |index| format("task_%04d", index) }, body.scan(/<tr data-task="([^"]+)">/).flatten
+      assert_includes body, "?page=1"
+      assert_includes body, "?page=3"
+      assert_equal "2000", body[/data-total>(\d+)</, 1]
+      post_form "/recurring/task_1999/disable", from: "/recurring?page=40"
+      assert_redirected_to "/recurring"
+      refute web_store.enqueue_recurring("task_1999", 100, "ticks", payload)
+    ensure
+      web_store.close
+      FileUtils.rm_rf(dir)
+    end
   end
 end
 
