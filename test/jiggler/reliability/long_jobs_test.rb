@@ -8,14 +8,24 @@ require_relative "../../fixtures/long_jobs"
 StoreTarget.describe_each "long jobs" do
   include ReliabilityHelper
 
-  LONG_FIXTURE = "./test/fixtures/long_jobs.rb"
+  def long_fixture = "./test/fixtures/long_jobs.rb"
 
   def start_long(*flags, env: {})
     env = @target.server_env.merge("JIGGLER_TEST_RECORD_FILE" => @record, "JIGGLER_TEST_POLL_INTERVAL" => "1").merge(env)
-    server = ServerProcess.new("-r", LONG_FIXTURE, *flags, namespace: @namespace, env: env).start
+    server = ServerProcess.new("-r", long_fixture, *flags, namespace: @namespace, env: env).start
     @servers << server
     wait_until_started(server)
     server
+  end
+
+  # Runs `jiggler ARGS -r FIXTURE` (an admin command) on the test's store until it exits: [status, output].
+  def run_command(*args)
+    env = @target.server_env.merge("JIGGLER_TEST_RECORD_FILE" => @record)
+    process = ServerProcess.new(*args, "-r", long_fixture, namespace: @namespace, env: env).start
+    @servers << process
+    status = process.wait(timeout: 20)
+    assert status, "jiggler #{args.join(" ")} did not exit:\n#{process.log}"
+    [status, process.log]
   end
 
   # The epoch time a job recorded `entry`, waiting for it.
@@ -100,6 +110,21 @@ StoreTarget.describe_each "long jobs" do
     assert_operator ran - first, :>=, 2.0
     assert_equal 2, recorded_count("try:z")
     assert_equal [0, 0, 0], Jiggler.summary.values_at("failures_count", "retry_jobs_count", "dead_jobs_count")
+  end
+
+  it "cancels with `jiggler cancel JID`: a queued job at once, a running one on its server" do
+    queued = LongJobs::SleepJob.with_options(queue: "parked").enqueue("q", 1)
+    status, output = run_command("cancel", queued)
+    assert_equal [0, "cancelled job #{queued}: it was waiting, and is now in the dead set\n"], [status, output]
+    start_long
+    running = LongJobs::SleepJob.enqueue("r", 60)
+    recorded_at("start:r")
+    status, output = run_command("cancel", running, "--json")
+    assert_equal [0, {"jid" => running, "result" => "requested"}], [status, JSON.parse(output)]
+    recorded_at("ensure:r", timeout: 2)
+    cancelled = wait_for(message: "both cancelled") { dead_jobs.then { |jobs| jobs if jobs.size == 2 } }
+    assert(cancelled.all? { |job| job.dig("cancelled", "by").start_with?("jiggler cancel (") })
+    assert_equal 1, run_command("cancel").first, "a jid is required"
   end
 
   it "shows a running job's progress in the processes Jiggler.summary lists, within a heartbeat" do
