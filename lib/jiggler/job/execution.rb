@@ -38,8 +38,13 @@ module Jiggler
         @task.stop
       end
 
-      # Why the job was ended early: :cancel, :timeout, or nil when nothing but itself ended it.
-      def ended_by = @reason || (:cancel if @cancelled_by) || (:timeout if expired?)
+      # Why the job was ended early: :cancel, :timeout, or nil when nothing but itself ended it (a request that came
+      # once it had run to its end is too late).
+      def ended_by
+        return @reason if @reason || @finished
+        return :cancel if @cancelled_by
+        :timeout if expired?
+      end
 
       # Whether the job should stop: cancelled, or past its timeout (Job#cancelled?). Noted as seen, so that a job
       # that returns after seeing it ends as cancelled (or timed out), not as a success.

@@ -28,10 +28,11 @@ module Jiggler
         @thread.name = "jiggler.cancellations"
       end
 
-      # Stops the thread (within about WAIT seconds) and closes the store.
+      # Stops the thread and closes the store. The thread spends its time waiting for an announcement, so it is
+      # ended there rather than waited for (up to WAIT seconds more of every shutdown).
       def stop
         @stopping = true
-        @thread&.join(WAIT + 1)
+        @thread&.kill&.join(1)
       ensure
         @store.close
       end

@@ -106,9 +106,9 @@ module Jiggler
         execution = track(instance, job)
         return ended(fetched, job, execution) if execution&.cancelled_by # cancelled before it started
         value = catch(Job::SNOOZE) { invoke(instance, method, args, job, fetched.queue) }
+        return ended(fetched, job, execution) if execution&.seen? # it returned once it saw `cancelled?`
         execution&.finished! # a cancel that comes now is too late: the job ran to its end
         return snoozed(fetched, job, value.seconds) if value.is_a?(Job::Snooze)
-        return ended(fetched, job, execution) if execution&.seen? # it returned once it saw `cancelled?`
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job) if limits && @gate
