@@ -17,6 +17,7 @@ module Jiggler
   autoload :Summary, File.expand_path("jiggler/summary", __dir__)
   autoload :Cleaner, File.expand_path("jiggler/cleaner", __dir__)
   autoload :Executor, File.expand_path("jiggler/executor", __dir__)
+  autoload :Cancellation, File.expand_path("jiggler/cancellation", __dir__)
 
   class << self
     # The process-wide settings.
@@ -53,6 +54,14 @@ module Jiggler
     # @raises [JobFailed] when the job died, with its error class and message.
     # @raises [TimeoutError] when no result came in time.
     def result(jid, timeout: 5) = Result.wait(store, jid, timeout)
+
+    # Cancels a job wherever it is: taken out if it waits (queued, scheduled or retrying); if it runs, stopped at its
+    # next I/O by the process that runs it (its `ensure` blocks run; `cancelled?` turns true). Either way it ends in
+    # the dead set, marked cancelled with `by`, neither retried nor counted as a failure (README, "Long jobs").
+    # @parameter jid [String] the id `enqueue` returned.
+    # @parameter by [String] who cancels, recorded on the job.
+    # @returns [Symbol] :removed when it was waiting, :requested when it was not found waiting (running, or gone).
+    def cancel(jid, by: "Jiggler.cancel (pid #{Process.pid})") = Cancellation.cancel(store, jid, by: by, config: config)
 
     # The client that `Job.enqueue` writes through.
     # @returns [Client]

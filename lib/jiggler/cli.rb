@@ -23,7 +23,7 @@ module Jiggler
       "HUP" => :ignore, "USR1" => :ignore, "USR2" => :ignore
     }.freeze
     # The first words that run an admin command (CLI::Admin) instead of a server.
-    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop].freeze
+    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop cancel].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
     QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
     INTEGER = /\A[+-]?\d+\z/
@@ -74,7 +74,8 @@ module Jiggler
     def options(flags)
       OptionParser.new do |opts|
         opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)\n" \
-          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop   (see jiggler status -h)"
+          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop | cancel" \
+          "   (see jiggler status -h)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
         opts.on("-q", "--queue QUEUE1,QUEUE2", "queues to work, first listed served first (-q a,b,c);",

@@ -21,8 +21,8 @@ module Jiggler
     # Writes jobs of one class, one per argument list, in one go.
     # @parameter name [String] the job class's name.
     # @parameter args_list [Array(Array)] JSON-native arguments, already checked.
-    # @parameter options [Hash] queue:, retries:, retry_queue:, batch_size: and batch_interval: for batch items,
-    #   unique:, concurrency: and rate: (flow control).
+    # @parameter options [Hash] queue:, retries:, retry_queue:, timeout:, batch_size: and batch_interval: for batch
+    #   items, unique:, concurrency: and rate: (flow control).
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
     # @returns [Array(String | Nil)] the job ids; nil for a unique job whose lock was taken.
     def push(name, args_list, options, at: nil)
@@ -66,6 +66,7 @@ module Jiggler
         job = {"jid" => jid, "args" => args_list[index], "name" => name, "queue" => options[:queue],
                "retries" => options[:retries], "created_at" => now}
         job["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+        job["timeout"] = options[:timeout] if options[:timeout]
         job[Batch::ITEM] = true if scheduled && options[:batch_size]
         job["limits"] = LimitedJob.field(name, args_list[index], options) if options[:concurrency] || options[:rate]
         job["at"] = at if scheduled
@@ -115,6 +116,7 @@ module Jiggler
     def shared_fields(name, options, now, scheduled)
       fields = {"name" => name, "queue" => options[:queue], "retries" => options[:retries], "created_at" => now}
       fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
+      fields["timeout"] = options[:timeout] if options[:timeout]
       fields[Batch::ITEM] = true if scheduled && options[:batch_size]
       fields["enqueued_at"] = now unless scheduled
       Payload.dump(fields).delete_prefix("{")

@@ -1,7 +1,10 @@
 # frozen_string_literal: true
 
+require_relative "job_timeout"
 require_relative "job/options"
 require_relative "job/enqueuer"
+require_relative "job/execution"
+require_relative "job/snooze"
 
 module Jiggler
   # Include in a class with a `perform` method to make it a job.
@@ -44,11 +47,38 @@ module Jiggler
     # The logger jobs should write to.
     def logger = Jiggler.logger
 
+    # The run the server performs (set by the server before `perform`); nil outside a server.
+    attr_writer :execution
+
+    # Whether the job should stop: it was cancelled (Jiggler.cancel), or its timeout has passed. A job is stopped at
+    # its next I/O anyway; a job that computes without I/O checks this in its loop and returns (or raises).
+    # @returns [Boolean]
+    def cancelled? = @execution&.cancelled? || false
+
+    # Reports how far the job is, shown on the Busy page and in the processes Jiggler.summary lists.
+    # @parameter fraction [Numeric] from 0.0 to 1.0.
+    # @parameter message [String | Nil] e.g. "rows 4,200 of 10,000".
+    # @raises [ArgumentError] for a fraction that is not a number from 0 to 1.
+    def progress(fraction, message = nil)
+      @execution&.report(fraction, message)
+      nil
+    end
+
+    # Ends this run and runs the job again in `seconds`, without using a retry attempt (e.g. a resource is not
+    # ready). Code after it does not run; `ensure` blocks do.
+    # @parameter seconds [Numeric] > 0.
+    def snooze(seconds)
+      unless seconds.is_a?(Numeric) && seconds.to_f.finite? && seconds.positive?
+        raise ArgumentError, "snooze takes a number of seconds > 0 (got #{seconds.inspect})"
+      end
+      throw(SNOOZE, Snooze.new(seconds.to_f))
+    end
+
     # The enqueue API every job class gets.
     module ClassMethods
       # Sets this class's defaults (inherited by subclasses), or reads them with no arguments.
-      # @parameter options [Hash] queue: (String), retries: (Integer >= 0), retry_queue: (String), batch_size:
-      #   (Integer, 1 to 10,000), batch_interval: (seconds, default 1.0), result_ttl: (seconds).
+      # @parameter options [Hash] queue: (String), retries: (Integer >= 0), retry_queue: (String), timeout:
+      #   (seconds), batch_size: (Integer, 1 to 10,000), batch_interval: (seconds, default 1.0), result_ttl: (seconds).
       # @returns [Hash] the options in force.
       # @raises [ArgumentError] for an unknown option or a bad value.
       def job_options(**options)
@@ -59,7 +89,8 @@ module Jiggler
         job_options_in_force
       end
 
-      # An enqueuer with options that override this class's (queue:, retries:, retry_queue:), for one call or a chain.
+      # An enqueuer with options that override this class's (queue:, retries:, retry_queue:, timeout:), for one call
+      # or a chain.
       # @returns [Enqueuer]
       def with_options(**options) = Enqueuer.new(self, job_options).with_options(**options)
 

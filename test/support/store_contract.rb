@@ -24,7 +24,7 @@ module StoreContract
   def self.included(base)
     base.extend(Specs)
     %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
-      signals metrics recurring uniqueness limits].each do |group|
+      signals metrics recurring uniqueness limits long_jobs].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -1032,3 +1032,5 @@ module StoreContract
     subject.acquire_slot(PROCESS, fetched, key: "RecordJob", limit: limit, jid: jid_of(fetched.payload), ttl: ttl, reliable: true)
   end
 end
+
+require_relative "store_contract_long_jobs"

@@ -1,9 +1,11 @@
 # frozen_string_literal: true
 
 require "optparse"
+require "socket"
 require_relative "../cli"
 require_relative "../web/stats"
 require_relative "../set_actions"
+require_relative "../cancellation"
 require_relative "admin_text"
 
 module Jiggler
@@ -28,6 +30,8 @@ module Jiggler
           delete SET [--class NAME]    delete the jobs of a set
           quiet PROCESS | stop PROCESS ask a server (by identity, name, hostname or hostname:pid) to stop fetching,
                                        or to finish its jobs and exit; it acts at its next heartbeat
+          cancel JID                   cancel a job: taken out if it waits, stopped at once if it runs; it ends
+                                       in the dead set, marked cancelled
       TEXT
 
       # Runs one command.
@@ -88,6 +92,13 @@ module Jiggler
       # Asks the matching processes to finish their jobs and exit.
       def stop_command(target) = signal("stop", target)
 
+      # Cancels a job wherever it is (Jiggler::Cancellation), recorded as cancelled by this command.
+      # @returns [Hash] the jid and "removed" (it was waiting) or "requested" (running, or not found waiting).
+      def cancel_command(jid)
+        result = Cancellation.cancel(store, jid, by: "jiggler cancel (#{ENV.fetch("USER", "?")}@#{Socket.gethostname})")
+        {"jid" => jid, "result" => result.to_s}
+      end
+
       private
 
       def store = Jiggler.store
@@ -116,6 +127,7 @@ module Jiggler
         when "status", "queues" then expect(command, operands, [])
         when "pause", "resume", "clear" then expect(command, operands, ["QUEUE"])
         when "quiet", "stop" then expect(command, operands, ["PROCESS"])
+        when "cancel" then expect(command, operands, ["JID"])
         else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
         end
       end

@@ -18,8 +18,15 @@ module Jiggler
         when "pause", "resume" then "#{result["paused"] ? "paused" : "resumed"} queue #{result["queue"]}"
         when "clear" then "cleared queue #{result["queue"]}"
         when "retry", "kill", "delete" then sweep(command, result)
+        when "cancel" then cancelled(result)
         else signal(result)
         end
+      end
+
+      def cancelled(result)
+        return "cancelled job #{result["jid"]}: it was waiting, and is now in the dead set" if result["result"] == "removed"
+        "asked the servers to cancel job #{result["jid"]}: the one running it stops it at its next I/O " \
+          "(a job that is not running or waiting is left as it is)"
       end
 
       def status(result)

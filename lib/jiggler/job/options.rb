@@ -11,6 +11,8 @@ module Jiggler
       DEFAULTS = {queue: "default", retries: 25, retry_queue: nil}.freeze
       # Set only by the classes that use them: batching (`perform_batch`) and stored return values.
       OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency rate].freeze
+      # Set by the classes or the calls that use them: seconds a job may run (Jiggler::JobTimeout after).
+      PER_CALL = %i[timeout].freeze
       BATCH_SIZE_MAX = 10_000
       BATCH_INTERVAL = 1.0
 
@@ -42,10 +44,10 @@ module Jiggler
           unless value.is_a?(Integer) && value.between?(1, BATCH_SIZE_MAX)
             raise ArgumentError, "batch_size must be an Integer from 1 to #{BATCH_SIZE_MAX} (got #{value.inspect})"
           end
-        when :batch_interval, :result_ttl then seconds!(key, value)
+        when :batch_interval, :result_ttl, :timeout then seconds!(key, value)
         when :unique, :concurrency, :rate then nil # read once, in `merge`
         else
-          raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + OPTIONAL).join(", ")}"
+          raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + PER_CALL + OPTIONAL).join(", ")}"
         end
       end
 

@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 7
+      VERSION = 8
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -90,9 +90,14 @@ module Jiggler
           CREATE TABLE rate_plan (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
         SQL
         # Rate limits read a key's starts and plan by time: without these, each check scanned all of the key's rows.
-        7 => <<~SQL
+        7 => <<~SQL,
           CREATE INDEX rate_starts_by_time ON rate_starts (key, at);
           CREATE INDEX rate_plan_by_time ON rate_plan (key, at);
+        SQL
+        # Requests to cancel jobs (Jiggler.cancel), kept a while for the servers that have not seen them yet.
+        8 => <<~SQL
+          CREATE TABLE cancel_requests (jid TEXT NOT NULL, requested_by TEXT NOT NULL, at REAL NOT NULL);
+          CREATE INDEX cancel_requests_by_time ON cancel_requests (at);
         SQL
       }.freeze
 

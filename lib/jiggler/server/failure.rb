@@ -38,6 +38,20 @@ module Jiggler
         dead(fetched, job, now)
       end
 
+      # The record for a cancelled job (Jiggler.cancel): to the dead set, marked with who cancelled it and when; not a
+      # failure, and not a death (no death handler runs).
+      def cancel(fetched, job, by, now)
+        job["cancelled"] = {"by" => by, "at" => now}
+        Store::Failed.new(fetched: fetched, set: :cancelled, at: now, payload: Payload.dump(job))
+      end
+
+      # The record for a job that snoozed (Job#snooze): to the scheduled set, due in `seconds`, its attempt count
+      # unchanged; its snoozes are counted on it.
+      def snooze(fetched, job, seconds, now)
+        job["snoozes"] = JobRules.count(job["snoozes"]) + 1
+        Store::Failed.new(fetched: fetched, set: :scheduled, at: now + seconds, payload: Payload.dump(job))
+      end
+
       # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
       def malformed(fetched, error, now)
         Store::Failed.new(fetched: fetched, set: :dead, at: now, payload: JobRules.unreadable(fetched.payload, fetched.queue, error, now))

@@ -9,9 +9,9 @@ module Jiggler
     # that holds the reactor with CPU work does not stop the heartbeat, so a busy process never looks dead.
     #
     # Between beats it looks once a second at the jobs running and reports them again when they changed, so the Busy
-    # page shows a job within about a second of its start (one write a second at most, never one per job). Each beat
-    # also takes the quiet and stop requests sent to the process through the store, and acts on them as on the
-    # signals TSTP and TERM.
+    # page shows a job within about a second of its start, and its progress within about a second of its report (one
+    # write a second at most, never one per job). Each beat also takes the quiet and stop requests sent to the
+    # process through the store, and acts on them as on the signals TSTP and TERM.
     class Heartbeat
       # Seconds between looks at the running jobs.
       REPORT_INTERVAL = 1.0
@@ -27,7 +27,10 @@ module Jiggler
       # @parameter ttl [Numeric] seconds the registration lives without a beat; then the process counts as dead.
       # @parameter metrics [Metrics::Recorder | Nil] whose counts each beat writes.
       # @parameter metrics_retention [Numeric] seconds the store keeps each minute's counts.
-      def initialize(store:, identity:, workers:, interval:, ttl:, logger:, metrics: nil, metrics_retention: 8 * 3600)
+      # @parameter executions [Executions | Nil] the progress the running jobs report.
+      def initialize(store:, identity:, workers:, interval:, ttl:, logger:, metrics: nil, metrics_retention: 8 * 3600,
+        executions: nil)
+        @executions = executions
         @store = store
         @identity = identity
         @workers = workers
@@ -139,15 +142,15 @@ module Jiggler
         @logger.warn("heartbeat: the last job metrics could not be written (#{error.message})")
       end
 
-      # Reports the running jobs again when they are not the ones reported last.
+      # Reports the running jobs again when they, or their progress, are not what was reported last.
       def report_changes
         jobs = running
-        report(jobs) unless jobs.keys == @reported
+        report(jobs) unless jobs == @reported
       end
 
       def report(jobs)
         @store.beat(@identity.id, Payload.dump(@identity.info(jobs)), @ttl)
-        @reported = jobs.keys
+        @reported = jobs
       end
 
       # Sends this process the signal a request stands for: the CLI's handlers quiet or stop it as they would for
@@ -165,6 +168,15 @@ module Jiggler
       # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).
       def running
         @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries[field] || summarize(work)] }
+        @executions ? with_progress(@summaries) : @summaries
+      end
+
+      # The summaries, each with the progress its job reported (Job#progress) when it did.
+      def with_progress(summaries)
+        summaries.transform_values do |summary|
+          progress = summary["jid"] && @executions.progress(summary["jid"])
+          progress ? summary.merge("progress" => progress) : summary
+        end
       end
 
       # @returns [Hash] queue, class, jid, args (JSON text cut to ARGS_LIMIT) and run_at (epoch seconds).

@@ -10,6 +10,8 @@ require_relative "listener"
 require_relative "scheduler"
 require_relative "batcher"
 require_relative "heartbeat"
+require_relative "executions"
+require_relative "cancellations"
 require_relative "reaper"
 require_relative "../metrics/recorder"
 require_relative "gate"
@@ -35,8 +37,9 @@ module Jiggler
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
         gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
+        @executions = Executions.new(logger: logger)
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics, gate: gate)
+          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics, gate: gate, executions: @executions)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
@@ -53,7 +56,8 @@ module Jiggler
         @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
         @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
           interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger,
-          metrics: metrics, metrics_retention: config[:metrics_retention])
+          metrics: metrics, metrics_retention: config[:metrics_retention], executions: @executions)
+        @cancellations = Cancellations.new(store: Store.dedicated(config), executions: @executions, logger: logger)
       end
 
       # Starts every part inside the running reactor.
@@ -62,6 +66,8 @@ module Jiggler
       def start(parent: Async::Task.current)
         Jiggler.client = Client.new(@client_store) unless @config[:client_redis_pool]
         @heartbeat.start
+        @executions.start(parent: parent)
+        @cancellations.start
         @workers.start(parent: parent, reporter: @fetcher)
         @fetcher.start(parent: parent)
         @listener.start(parent: parent)
@@ -96,6 +102,7 @@ module Jiggler
         @reaper.stop
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])
+        stop_cancellations
         finish(unstarted, interrupted)
       end
 
@@ -109,6 +116,12 @@ module Jiggler
       end
 
       private
+
+      # After the workers: a job may still be cancelled while the shutdown waits for it.
+      def stop_cancellations
+        @cancellations.stop
+        @executions.stop
+      end
 
       # A batcher when this process loaded batch classes: it checks every half of their shortest batch_interval, and
       # at least every poll_interval.

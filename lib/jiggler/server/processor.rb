@@ -3,6 +3,7 @@
 require_relative "../error"
 require_relative "../payload"
 require_relative "../job"
+require_relative "../job_timeout"
 require_relative "../batch"
 require_relative "../result"
 require_relative "../handlers"
@@ -40,8 +41,11 @@ module Jiggler
       # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
       # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
       # @parameter gate [Gate | Nil] checks concurrency and rate limits; nil runs every job.
-      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config, metrics: nil, gate: nil)
+      # @parameter executions [Executions | Nil] the running jobs, for cancel, timeout and progress; nil: none of them.
+      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config,
+        metrics: nil, gate: nil, executions: nil)
         @logger = logger
+        @executions = executions
         @results = results
         @alone = alone
         @interrupted = interrupted
@@ -79,7 +83,8 @@ module Jiggler
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
         unless failure.equal?(WAITING) || failure.is_a?(Interrupted)
-          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, !failure.nil?)
+          failed = !failure.nil? && failure.failure? # a snooze or a cancel is not a failure
+          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, failed)
         end
         failure
       end
@@ -98,11 +103,12 @@ module Jiggler
         instance.jid = job["jid"]
         return WAITING if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits)
         release(job, :started) if job["unique"]
-        value = if @middleware
-          @middleware.invoke(instance, job, fetched.queue) { instance.public_send(method, *args) }
-        else
-          instance.public_send(method, *args)
-        end
+        execution = track(instance, job)
+        return ended(fetched, job, execution) if execution&.cancelled_by # cancelled before it started
+        value = catch(Job::SNOOZE) { invoke(instance, method, args, job, fetched.queue) }
+        return ended(fetched, job, execution) if execution&.seen? # it returned once it saw `cancelled?`
+        execution&.finished! # a cancel that comes now is too late: the job ran to its end
+        return snoozed(fetched, job, value.seconds) if value.is_a?(Job::Snooze)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job) if limits && @gate
@@ -112,13 +118,47 @@ module Jiggler
         end
         nil
       rescue Async::Stop => error
-        # A hard stop leaves the job in flight: it goes back to its queue and runs again (at-least-once). It leaves
-        # the job wrapper as a value, not an error, for a wrapper reports what escapes it (a Rails executor does, to
-        # Rails.error). An Async::Stop the job raised itself is its own failure.
+        # Cancel, timeout and shutdown stop a job the same way; what ended it decides where it goes. A cancel or a
+        # timeout is the job's own end (cancelled; failed with JobTimeout), even during a shutdown. A hard stop leaves
+        # the job in flight: it goes back to its queue and runs again (at-least-once). It leaves the job wrapper as a
+        # value, not an error, for a wrapper reports what escapes it (a Rails executor does, to Rails.error). An
+        # Async::Stop the job raised itself is its own failure.
+        return ended(fetched, job, execution) if execution&.ended_by
         return Interrupted.new(error) if @interrupted.call
         failed(fetched, job, error)
       rescue Exception => error # rubocop:disable Lint/RescueException -- any job failure, even NoMemoryError or exit, is recorded, not fatal
         failed(fetched, job, error)
+      ensure
+        @executions.finish(execution) if execution
+      end
+
+      def invoke(instance, method, args, job, queue)
+        return instance.public_send(method, *args) unless @middleware
+        @middleware.invoke(instance, job, queue) { instance.public_send(method, *args) }
+      end
+
+      # Registers the job's run with Executions, so it can be cancelled, timed out and report progress.
+      def track(instance, job)
+        return unless @executions
+        timeout = job["timeout"]
+        instance.execution = @executions.begin(job["jid"], (timeout if timeout.is_a?(Numeric) && timeout.positive?))
+      end
+
+      # A job ended by a cancel (to the dead set, marked, not a failure) or by its timeout (a JobTimeout failure).
+      def ended(fetched, job, execution)
+        return failed(fetched, job, JobTimeout.new(execution.timeout)) if execution.ended_by == :timeout
+        by = execution.cancelled_by
+        @logger.warn("cancelled: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} by #{by}")
+        release(job, :finished) if job["unique"]
+        leave(job) if job["limits"] && @gate
+        Failure.cancel(fetched, job, by, Time.now.to_f)
+      end
+
+      # A job that asked to run again later (Job#snooze): to the scheduled set, its attempts unchanged.
+      def snoozed(fetched, job, seconds)
+        @logger.info { "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} for #{seconds} s" }
+        leave(job) if job["limits"] && @gate
+        Failure.snooze(fetched, job, seconds, Time.now.to_f)
       end
 
       # A job the shutdown stopped: not a failure. One line says so, then the stop goes on, leaving the job in flight.

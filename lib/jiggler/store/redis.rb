@@ -11,6 +11,7 @@ require_relative "redis/results"
 require_relative "redis/admin"
 require_relative "redis/admin_actions"
 require_relative "redis/signals"
+require_relative "redis/cancels"
 require_relative "redis/metrics"
 require_relative "redis/recurrences"
 require_relative "redis/uniqueness"
@@ -39,6 +40,7 @@ module Jiggler
       include Admin
       include AdminActions
       include Signals
+      include Cancels
       include Metrics
       include Recurrences
       include Uniqueness
@@ -81,6 +83,8 @@ module Jiggler
       def close
         @subscription&.close
         @subscription = nil
+        @cancel_subscription&.close
+        @cancel_subscription = nil
         return unless @owned
         @pool.respond_to?(:shutdown) ? @pool.shutdown(&:close) : @pool.close
       end

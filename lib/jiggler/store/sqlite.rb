@@ -13,6 +13,7 @@ require_relative "sqlite/results"
 require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
 require_relative "sqlite/signals"
+require_relative "sqlite/cancels"
 require_relative "sqlite/metrics"
 require_relative "sqlite/recurrences"
 require_relative "sqlite/uniqueness"
@@ -41,6 +42,7 @@ module Jiggler
       include Admin
       include AdminActions
       include Signals
+      include Cancels
       include Metrics
       include Recurrences
       include Uniqueness

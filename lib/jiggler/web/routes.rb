@@ -11,6 +11,7 @@ require_relative "prometheus"
 require_relative "chart"
 require_relative "../metrics/report"
 require_relative "../unique_job"
+require_relative "../cancellation"
 
 module Jiggler
   class Web
@@ -20,6 +21,8 @@ module Jiggler
       # URL names of the sorted sets, and the store's names for them.
       SETS = {"scheduled" => :scheduled, "retries" => :retry, "dead" => :dead}.freeze
       PER_PAGE = 25
+      # Who a job cancelled on the dashboard was cancelled by.
+      CANCELLED_BY = "dashboard"
       # The periods the Metrics page offers, in hours.
       METRIC_HOURS = [1, 3, 8, 24].freeze
       # How the Metrics page can order its classes: by name, or the largest first.
@@ -63,13 +66,18 @@ module Jiggler
         end
       end
 
-      # Quiet and Stop on the Busy page: requests the process takes at its next heartbeat.
+      # Quiet and Stop on the Busy page: requests the process takes at its next heartbeat. Cancel stops a running job
+      # on whichever process runs it, at once (Jiggler::Cancellation).
       def self.process_actions(router)
         %w[quiet stop].each do |signal|
           router.post("/busy/:process/#{signal}") do
             store.signal_process(route_params["process"], signal)
             redirect("/busy")
           end
+        end
+        router.post("/busy/jobs/:jid/cancel") do
+          Cancellation.cancel(store, route_params["jid"], by: Routes::CANCELLED_BY)
+          redirect("/busy")
         end
       end
 
@@ -117,6 +125,7 @@ module Jiggler
           when "run" then SetActions.run(store, set, entries)
           when "delete" then SetActions.delete(store, set, entries)
           when "kill" then (set == :dead) ? halt(400) : SetActions.kill(store, set, entries)
+          when "cancel" then (set == :dead) ? halt(400) : Routes.cancel(store, entries)
           else halt(400, "unknown action")
           end
           redirect("/#{route_params["set"]}")
@@ -131,6 +140,11 @@ module Jiggler
         end
       end
       private_class_method :pages, :queue_actions, :process_actions, :set_pages, :set_actions
+
+      # Cancels the jobs of set entries ([score, jid] pairs): each ends in the dead set, marked cancelled.
+      def self.cancel(store, entries)
+        entries.each { |_score, jid| Cancellation.cancel(store, jid, by: CANCELLED_BY) }
+      end
 
       # Where a queue action returns: the queue's page when it was sent from there, else the list of queues.
       # @returns [Array(String)] the path and its segments, for `redirect`.

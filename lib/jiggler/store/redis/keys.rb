@@ -27,6 +27,11 @@ module Jiggler
           @batches = "#{@prefix}batches"
         end
 
+        # The sorted set of recent cancel requests, and the channel announcing them.
+        def cancels = "#{@prefix}cancels"
+
+        def cancel_wake = "#{@prefix}wake:cancel"
+
         # The list holding a queue's jobs.
         def queue(name) = "#{@prefix}queue:#{name}"
 

@@ -71,14 +71,15 @@ module Jiggler
           end
         end
 
-        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures; a snoozed job goes
+        # to the scheduled set (announced) and a cancelled one to the dead set, neither counted as a failure.
         # @parameter failures [Array(Failed)]
         # @parameter dead_cutoff [Float] dead jobs older than this epoch time are dropped.
         # @parameter dead_max [Integer] the dead set keeps at most this many jobs.
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
-          keys = [@keys.in_flight(process), @keys.retry, @keys.dead, @keys.failures]
-          argv = [reliable ? 1 : 0, dead_cutoff, dead_max]
+          keys = [@keys.in_flight(process), @keys.retry, @keys.dead, @keys.failures, @keys.scheduled]
+          argv = [reliable ? 1 : 0, dead_cutoff, dead_max, @keys.schedule_wake]
           failures.each { |failed| argv.push(failed.fetched.handle.to_s, failed.set.to_s, failed.at, failed.payload) }
           with { |redis| SCRIPTS[:fail].call(redis, keys, argv) }
         end

@@ -99,7 +99,7 @@ module Jiggler
             queue_db.db.execute("DELETE FROM recurring_tasks WHERE definition IS NULL")
             queue_db.db.execute("UPDATE recurring_tasks SET tick = NULL, last_run = NULL, disabled = 0")
             # The announcement counters stay: listeners compare them with what they saw last.
-            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules')")
+            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules', 'cancels')")
           end
         end
 

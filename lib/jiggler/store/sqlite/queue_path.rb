@@ -48,15 +48,17 @@ module Jiggler
           end
         end
 
-        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures; a snoozed job goes
+        # to the scheduled set (announced) and a cancelled one to the dead set, neither counted as a failure.
         # @parameter failures [Array(Failed)]
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
           write do |queue_db|
-            moved = failures.count { |failed| fail_one(queue_db, process, failed, reliable) }
-            count(queue_db.db, "failures", moved)
+            moved = failures.select { |failed| fail_one(queue_db, process, failed, reliable) }
+            count(queue_db.db, "failures", moved.count(&:failure?))
+            count(queue_db.db, "schedules", 1) if moved.any? { |failed| failed.set == :scheduled }
             trim_dead(queue_db, dead_cutoff, dead_max) if failures.any?(&:dead?)
-            moved
+            moved.size
           end
         end
 
@@ -132,7 +134,7 @@ module Jiggler
         end
 
         def fail_one(queue_db, process, failed, reliable)
-          set, id = failed.set.to_s, failed.fetched.handle
+          set, id = failed.state, failed.fetched.handle
           if reliable
             queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
               "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, failed.at, failed.payload, id, process])
@@ -141,14 +143,16 @@ module Jiggler
             # At-most-once jobs left the table when they were fetched.
             id = insert(queue_db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
           end
-          queue_db.add_event(id, failed_event(failed.payload))
-          queue_db.add_event(id, {"type" => "dead"}) if failed.dead?
+          queue_db.add_event(id, failed_event(failed))
+          queue_db.add_event(id, {"type" => "dead"}) if failed.set == :dead
           true
         end
 
         # The history event of a failure: the attempt and error the payload records.
-        def failed_event(payload)
-          job = Payload.load(payload)
+        def failed_event(failed)
+          job = Payload.load(failed.payload)
+          return {"type" => "snoozed", "until" => failed.at} if failed.set == :scheduled
+          return {"type" => "cancelled", "by" => job.dig("cancelled", "by")} if failed.set == :cancelled
           {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]}
         rescue Payload::MalformedError
           {"type" => "failed"}
