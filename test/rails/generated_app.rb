@@ -60,8 +60,11 @@ module GeneratedApp
   # Runs a command in the app (a Ruby script: bin/rails, bin/jiggler) and returns its output.
   # @raises [RuntimeError] with the output when it fails.
   def run!(*command, chdir: DIR)
-    output, status = Open3.capture2e(ENVIRONMENT, RbConfig.ruby, *command, chdir: chdir)
+    output, status = run(*command, chdir: chdir)
     raise "#{command.join(" ")} failed (#{status}):\n#{output}" unless status.success?
     output
   end
+
+  # @returns [Array(String, Process::Status)] the command's output and status.
+  def run(*command, chdir: DIR) = Open3.capture2e(ENVIRONMENT, RbConfig.ruby, *command, chdir: chdir)
 end

@@ -77,8 +77,17 @@ describe "jiggler:install in a new Rails #{Gem.loaded_specs["railties"].version}
     assert server.running?, server.log
     path = File.join(GeneratedApp::TMP, "first.txt")
     assert_match(/\Ahello from development in #{server.pid}\z/o, perform_later(path))
+    assert_probe("ok: 1 live server(s) at work")
     server.signal("TERM")
     assert_equal 0, server.wait(timeout: 30), server.log
+    assert_probe("failed: no live server at work", status: 1)
+  end
+
+  # `jiggler status -r DIR --probe` loads the app as the server does, and reads the store the server used.
+  def assert_probe(verdict, status: 0)
+    output, result = GeneratedApp.run(ServerProcess::EXE, "status", "-r", GeneratedApp::DIR, "--probe", "-q", "default")
+    store = "store: SQLite #{File.join(GeneratedApp::DIR, "jiggler.sqlite3")}"
+    assert_equal ["#{verdict}; #{store}\n", status], [output, result.exitstatus]
   end
 
   it "runs a jiggler server beside Puma with plugin :jiggler, and stops it with Puma" do
