@@ -8,17 +8,25 @@ class ServerProcess
   EXE = File.join(ROOT, "exe", "jiggler")
 
   attr_reader :pid, :log_path
+  # The Process::Status `wait` saw, once the process has exited.
+  attr_reader :status
 
   # @parameter args [Array(String)] command line flags.
   # @parameter namespace [String] passed to the jobs file as JIGGLER_TEST_NAMESPACE.
-  def initialize(*args, namespace:, env: {})
+  # @parameter env [Hash] more environment; the test Redis's REDIS_URL unless it names one (nil: none).
+  # @parameter command [Array(String)] what to run instead of this repository's `exe/jiggler` (a `bin/jiggler`).
+  # @parameter chdir [String] the directory to run it in.
+  def initialize(*args, namespace:, env: {}, command: [EXE], chdir: ROOT)
     @args = args
-    @env = {"REDIS_URL" => RedisServer.instance.url, "JIGGLER_TEST_NAMESPACE" => namespace}.merge(env)
+    @env = {"JIGGLER_TEST_NAMESPACE" => namespace}.merge(env)
+    @env["REDIS_URL"] = RedisServer.instance.url unless @env.key?("REDIS_URL")
+    @command = command
+    @chdir = chdir
     @log_path = File.join(Dir.mktmpdir("jiggler-server"), "server.log")
   end
 
   def start
-    @pid = Process.spawn(@env, RbConfig.ruby, EXE, *@args, out: @log_path, err: [:child, :out], chdir: ROOT)
+    @pid = Process.spawn(@env, RbConfig.ruby, *@command, *@args, out: @log_path, err: [:child, :out], chdir: @chdir)
     self
   end
 
@@ -30,8 +38,8 @@ class ServerProcess
   def wait(timeout: 30)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
     loop do
-      _, status = Process.wait2(@pid, Process::WNOHANG)
-      return status.exitstatus if status
+      _, @status = Process.wait2(@pid, Process::WNOHANG)
+      return @status.exitstatus if @status
       return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
       sleep 0.02
     end

@@ -7,6 +7,7 @@ require_relative "../web/stats"
 require_relative "../set_actions"
 require_relative "../cancellation"
 require_relative "admin_text"
+require_relative "probe"
 
 module Jiggler
   class CLI
@@ -22,6 +23,8 @@ module Jiggler
       USAGE = <<~TEXT
         Usage: jiggler COMMAND [options]
           status                       processes, queues with size and latency, set sizes and counters
+          status --probe [-q QUEUE]    a health check: exit 1 unless a live server works each queue given
+                                       (with none given: unless a live server runs), 0 if one does
           queues                       every queue with its size, latency and state
           pause QUEUE | resume QUEUE   stop or restart fetching from a queue
           clear QUEUE                  delete a queue's jobs
@@ -42,9 +45,11 @@ module Jiggler
         return 0 unless options
         configure(options)
         command, *operands = args
+        raise UsageError, "--probe goes with status: jiggler status --probe" if options[:probe] && command != "status"
         result = public_send(:"#{command}_command", *operands_for(command, operands, options))
+        result = probe(result, options[:queues] || []) if options[:probe]
         puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
-        0
+        (result["ok"] == false) ? 1 : 0
       rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
         warn("jiggler: #{Config::Rules.redact(error.message)}") # a Redis URL may carry a password
         1
@@ -54,11 +59,12 @@ module Jiggler
       def status_command
         stats = Web::Stats.new(store)
         counts = stats.to_h.slice("processed", "failures", "enqueued", "busy", "scheduled", "retry", "dead")
-        {"counts" => counts, "processes" => stats.processes.map { |id, info| process_row(id, info) }, "queues" => stats.queues}
+        processes = stats.processes.map { |id, info| process_row(id, info) }
+        {"store" => store_name, "counts" => counts, "processes" => processes, "queues" => stats.queues}
       end
 
       # @returns [Hash] every queue that holds jobs or is paused.
-      def queues_command = {"queues" => Web::Stats.new(store).queues}
+      def queues_command = {"store" => store_name, "queues" => Web::Stats.new(store).queues}
 
       def pause_command(queue)
         store.pause_queue(queue)
@@ -103,6 +109,14 @@ module Jiggler
 
       def store = Jiggler.store
 
+      # The store read, named for the output: the SQLite file, or the Redis URL without its credentials.
+      def store_name = Config::Rules.redact(store.description)
+
+      # Replaces the status with the probe's verdict on it (see Probe).
+      def probe(status, queues)
+        Probe.new(Web::Stats.new(store).processes, queues).to_h.merge("store" => status["store"])
+      end
+
       def parse(argv)
         options = {}
         args = OptionParser.new do |opts|
@@ -110,7 +124,15 @@ module Jiggler
           opts.separator("Options:")
           opts.on("--json", "print JSON instead of tables") { options[:json] = true }
           opts.on("--class NAME", "only the jobs of this class (retry, kill, delete)") { |v| options[:class] = v }
-          opts.on("-r", "--require PATH", "file that configures jiggler (Jiggler.configure ...)") { |v| options[:require] = v }
+          opts.on("--probe", "status: exit 1 unless a live server works the -q queues (a health check)") do
+            options[:probe] = true
+          end
+          opts.on("-q", "--queue QUEUE1,QUEUE2", "with --probe: queues a live server must work (repeat -q for more)") do |v|
+            (options[:queues] ||= []).concat(v.split(",").grep_v(INTEGER)) # a -q critical,10 of the server's
+          end
+          opts.on("-r", "--require PATH", "file that configures jiggler (Jiggler.configure ...), or a Rails app directory") do |v|
+            options[:require] = v
+          end
           opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| options[:config_file] = v }
           opts.on("-e", "--environment ENV", "environment section of the config file") { |v| options[:environment] = v }
           opts.on("-h", "--help", "print this help") do
@@ -150,12 +172,14 @@ module Jiggler
         load_file(options[:require]) if options[:require]
       end
 
+      # Loads the `-r` file; for a Rails app (`-r .`), config/environment.rb, as the server does, without eager loading.
       def load_file(path)
-        raise UsageError, "cannot load #{path}: no such file" unless ::File.file?(path)
-        require ::File.expand_path(path)
+        file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
+        raise UsageError, "cannot load #{file}: no such file" unless ::File.file?(file)
+        Rails::Boot.require_app(::File.expand_path(file), Jiggler.config, eager_load: false)
       rescue ScriptError, StandardError => error
         raise if error.is_a?(UsageError)
-        raise UsageError, "#{path} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+        raise UsageError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
       end
 
       def sweep(command, set, name)

@@ -13,8 +13,8 @@ module Jiggler
       # @returns [String]
       def render(command, result)
         case command
-        when "status" then status(result)
-        when "queues" then queues(result["queues"])
+        when "status" then result.key?("ok") ? probe(result) : "store: #{result["store"]}\n#{status(result)}"
+        when "queues" then "store: #{result["store"]}\n#{queues(result["queues"])}"
         when "pause", "resume" then "#{result["paused"] ? "paused" : "resumed"} queue #{result["queue"]}"
         when "clear" then "cleared queue #{result["queue"]}"
         when "retry", "kill", "delete" then sweep(command, result)
@@ -37,6 +37,14 @@ module Jiggler
         "#{counts}\n\nProcesses (#{processes.size})\n" +
           Table.new(%w[HOST BUSY QUEUES STATE HEARTBEAT IDENTITY], processes, numeric: %w[BUSY]).to_s +
           "\nQueues (#{result["queues"].size})\n#{queues(result["queues"])}"
+      end
+
+      # One line: the probe's verdict and the store it read.
+      def probe(result)
+        store = "store: #{result["store"]}"
+        return "failed: no live server at work; #{store}" if result["servers"].empty?
+        return "failed: no live server works #{result["missing"].join(", ")}; #{store}" unless result["ok"]
+        "ok: #{result["servers"].size} live server(s) at work; #{store}"
       end
 
       def queues(rows)

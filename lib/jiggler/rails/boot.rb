@@ -14,13 +14,14 @@ module Jiggler
       # Loads the `-r` file; for a Rails app, in the configured environment and eager-loaded outside development.
       # @parameter file [String] an absolute path.
       # @parameter config [Config]
-      def require_app(file, config)
+      # @parameter eager_load [Boolean] false for a command that runs no job (`jiggler status -r .`).
+      def require_app(file, config, eager_load: true)
         if file.end_with?("config/environment.rb")
           ENV["RAILS_ENV"] = config[:environment] # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
           load_railtie
         end
         require file
-        return unless app?
+        return unless eager_load && app?
         ::Rails.application.eager_load! unless ::Rails.env.development? || ::Rails.application.config.eager_load
       end
 

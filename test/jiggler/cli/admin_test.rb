@@ -28,6 +28,20 @@ module AdminCommandSpecs
         assert_equal [[id, "#{Socket.gethostname}:#{server.pid}"]], data["processes"].map { |row| row.values_at("id", "host") }
       end
 
+      it "probes for a live server working the given queues: exit 1 without one, 0 with one, naming the store" do
+        status, output = admin("status", "--probe")
+        assert_equal [1, "failed: no live server at work; store: #{store_name}\n"], [status, output]
+        start_store_server
+        wait_for(message: "the server registered") { store.processes.any? }
+        assert_equal [0, "ok: 1 live server(s) at work; store: #{store_name}\n"], admin("status", "--probe", "-q", "default")
+        status, output = admin("status", "--probe", "-q", "default,mail")
+        assert_equal [1, "failed: no live server works mail; store: #{store_name}\n"], [status, output]
+        status, output = admin("status", "--probe", "-q", "mail", "--json")
+        assert_equal [1, false, ["mail"]], [status, *JSON.parse(output).values_at("ok", "missing")]
+        assert_equal "store: #{store_name}", admin("status").last.lines.first.chomp
+        assert_equal store_name, admin_json("queues")["store"]
+      end
+
       it "pauses, resumes and clears queues" do
         store.push("mail", [payload(queue: "mail")])
         assert_equal [0, "paused queue mail\n"], admin("pause", "mail")
@@ -73,7 +87,7 @@ module AdminCommandSpecs
       end
 
       it "refuses with one line and status 1: an unknown set or process, a missing argument, kill of dead" do
-        [%w[retry nowhere], %w[quiet nobody], %w[pause], %w[kill dead], %w[status --bogus]].each do |args|
+        [%w[retry nowhere], %w[quiet nobody], %w[pause], %w[kill dead], %w[status --bogus], %w[queues --probe]].each do |args|
           status, output = admin(*args)
           assert_equal 1, status, "jiggler #{args.join(" ")}: #{output}"
           assert_match(/\Ajiggler: [^\n]+\n\z/, output)
@@ -130,6 +144,8 @@ describe "jiggler admin commands on Redis" do
 
   def store_env = {}
 
+  def store_name = "Redis #{RedisServer.instance.url.delete_suffix("/0")} namespace #{@namespace.inspect}"
+
   it "fails with one line when Redis cannot be reached" do
     process = ServerProcess.new("status", namespace: @namespace, env: {"REDIS_URL" => "redis://127.0.0.1:#{free_port}/0"}).start
     @servers << process
@@ -157,4 +173,6 @@ describe "jiggler admin commands on SQLite" do
   def store_flags = ["-r", "./test/fixtures/metrics_jobs.rb"] # loads jiggler only: nothing here needs Redis
 
   def store_env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => @path}
+
+  def store_name = "SQLite #{@path}"
 end
