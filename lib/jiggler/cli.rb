@@ -7,6 +7,7 @@ require_relative "config/yaml_file"
 require_relative "rails/boot"
 require_relative "config/recurring_file"
 require_relative "server/supervisor"
+require_relative "store/connection_error" # named by `run`'s rescue, which a signal during the boot may reach first
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.

@@ -72,6 +72,18 @@ describe "jiggler and jiggler web refusing to start" do
     Process.wait(@password_redis)
   end
 
+  it "stops without a word when TERM comes while the -r file is still loading" do
+    booting = File.join(@tmp, "booting")
+    File.write(@jobs, "File.write(#{booting.inspect}, \"\")\nsleep 30\n")
+    process = ServerProcess.new("-r", @jobs, namespace: @namespace).start
+    @servers << process
+    wait_for(message: "the -r file to start loading") { File.exist?(booting) }
+    process.signal(:TERM)
+    process.wait(timeout: 10)
+    assert_equal "TERM", process.status&.termsig&.then { |number| Signal.signame(number) }, "ended by the TERM"
+    assert_empty process.log, "nothing to report: no backtrace"
+  end
+
   describe "settings" do
     def config_file(text)
       File.join(@tmp, "jiggler.yml").tap { |path| File.write(path, text) }
