@@ -75,7 +75,9 @@ describe "jiggler and jiggler web refusing to start" do
   it "stops without a word when TERM comes while the -r file is still loading" do
     booting = File.join(@tmp, "booting")
     File.write(@jobs, "File.write(#{booting.inspect}, \"\")\nsleep 30\n")
-    process = ServerProcess.new("-r", @jobs, namespace: @namespace).start
+    # On the SQLite default, which loads no store class before the -r file.
+    process = ServerProcess.new("-r", @jobs, namespace: @namespace, env: {"REDIS_URL" => nil,
+                                                                          "JIGGLER_SQLITE_PATH" => File.join(@tmp, "jobs.sqlite3")}).start
     @servers << process
     wait_for(message: "the -r file to start loading") { File.exist?(booting) }
     process.signal(:TERM)
