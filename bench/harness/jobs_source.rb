@@ -67,9 +67,12 @@ module Bench
           mark("started")
         end
 
+        # The last job runs the block (if any) before it marks the finish.
         def self.finished
           count = LOCK.synchronize { COUNTER ? append : @count += 1 }
-          mark("finished") if count == TOTAL
+          return unless count == TOTAL
+          yield if block_given?
+          mark("finished")
         end
 
         # Opened on first use, so that each forked process has its own.
@@ -135,6 +138,33 @@ module Bench
           BenchDone.started
           waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - enqueued_at
           File.open(File.join(BenchDone::DIR, "latencies"), "a") { |file| file.write("\#{waited}\\n") }
+          BenchDone.finished
+        end
+      end
+
+      # Keeps in memory how long it waited between its enqueue (the argument, CLOCK_MONOTONIC)
+      # and its start; the last job writes them all to BENCH_DIR/lags (a file write per job
+      # would weigh on the rates measured).
+      class BenchLagJob
+        include BENCH_MIXIN
+        LAGS = []
+
+        def perform(enqueued_at)
+          BenchDone.started
+          LAGS << Process.clock_gettime(Process::CLOCK_MONOTONIC) - enqueued_at
+          BenchDone.finished { File.write(File.join(BenchDone::DIR, "lags"), LAGS.join("\n")) }
+        end
+      end
+
+      # Notes its start (CLOCK_MONOTONIC) in BENCH_DIR/starts, shared by every process, then sleeps.
+      class BenchSleepJob
+        include BENCH_MIXIN
+        def perform(seconds)
+          BenchDone.started
+          File.open(File.join(BenchDone::DIR, "starts"), "a") do |file|
+            file.syswrite("\#{Process.clock_gettime(Process::CLOCK_MONOTONIC)}\n")
+          end
+          sleep seconds
           BenchDone.finished
         end
       end

@@ -50,6 +50,7 @@ require_relative "processors"
 require_relative "jobs_source"
 require_relative "measure"
 require_relative "report"
+require_relative "live_workloads"
 require_relative "workloads"
 
 Bench::Workloads.new(ARGV).run if $PROGRAM_NAME == __FILE__

@@ -47,6 +47,9 @@ module Bench
     # Commands Redis has processed so far (each INFO call counts one).
     def commands = info("stats")[/total_commands_processed:(\d+)/, 1].to_i
 
+    # Clients blocked in a command (BLMOVE, BRPOP): an idle server of ours waits in one per process.
+    def blocked_clients = info("clients")[/blocked_clients:(\d+)/, 1].to_i
+
     private
 
     def read_reply(socket)

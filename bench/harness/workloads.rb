@@ -3,12 +3,18 @@
 module Bench
   # Parses the options, prepares Redis, the bundles and the jobs files, and runs every selected workload.
   class Workloads
-    ALL = %w[noop enqueue latency sqlite http file cpu idle].freeze
+    include LiveWorkloads
+
+    ALL = %w[noop enqueue latency sqlite http file cpu idle http-idle stream long-p2].freeze
     KINDS = {"jiggler" => :ours, "sidekiq" => :sidekiq, "jiggler010" => :jiggler010}.freeze
     FULL = {noop: 100_000, http: 1_000, http_wide: 10_000, file: 50_000, cpu: 100, idle: 60, latency: 200,
-            bulk: 100_000, single: 10_000, sqlite_noop: 100_000}.freeze
+            bulk: 100_000, single: 10_000, sqlite_noop: 100_000,
+            http_idle: 1_000, http_idle_wide: 10_000, stream_rates: [1_000, 5_000, 10_000],
+            stream_seconds: 3, long_jobs: 40, long_seconds: 3}.freeze
     QUICK = {noop: 2_000, http: 50, http_wide: 200, file: 500, cpu: 5, idle: 2, latency: 20,
-             bulk: 2_000, single: 200, sqlite_noop: 1_000}.freeze
+             bulk: 2_000, single: 200, sqlite_noop: 1_000,
+             http_idle: 100, http_idle_wide: 200, stream_rates: [500], stream_seconds: 0.4,
+             long_jobs: 40, long_seconds: 0.3}.freeze
     LATENCY_GAP = 0.02
 
     def initialize(argv)
@@ -51,7 +57,7 @@ module Bench
       puts "Machine: #{@report.machine}", "Ruby: #{RUBY_DESCRIPTION}, YJIT #{@options[:yjit] ? "on" : "off"}", "Redis: #{@redis.version}"
       @jobs_files = @processors.map(&:kind).uniq.to_h { |kind| [kind, JobsSource.write(kind, @work)] }
       return profile if @options[:profile]
-      @options[:workloads].each { |name| send(name) }
+      @options[:workloads].each { |name| send(name.tr("-", "_")) }
       puts "", "Results: #{results}"
     ensure
       @http&.then { |pid| Process.kill(:TERM, pid) && Process.wait(pid) }

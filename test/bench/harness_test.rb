@@ -18,7 +18,8 @@ describe "bin/bench --quick --only jiggler" do
     refute_match(/skipping jiggler\b/, output)
     row = /^\| Jiggler [^|]+ \| 10 \| 2_000 \| [\d.]+ sec \| [\d_]+ kb \| [\d_]+ kb \| [\d.]+ \| [\d_]+ \| [\d.]+ sec \| [\d_]+ \|  \|$/
     assert_match(row, output, "the noop row")
-    ["Noop:", "Enqueue speed", "Latency:", "SQLite store: noop", "SQLite store: latency", "HTTP:", "File IO:", "CPU:", "Idle:"].each do |title|
+    ["Noop:", "Enqueue speed", "Latency:", "SQLite store: noop", "SQLite store: latency", "HTTP:", "File IO:", "CPU:", "Idle:",
+      "HTTP from idle:", "Stream:", "Long jobs:"].each do |title|
       assert_match(/^#### #{Regexp.escape(title)}/, output)
     end
     assert_match(/^\| Jiggler [^|]+ \| 1000 \| 200 \| [\d.]+ sec \| 0\.04 sec \|/, output, "the HTTP row at concurrency 1000 with its ideal time")
@@ -26,6 +27,11 @@ describe "bin/bench --quick --only jiggler" do
     assert_match(/^Targets: Jiggler [^|]+ at concurrency 1000: [\d.]+ s vs the bare loop's [\d.]+ s = [\d.]+x/, output)
     assert_match(/^\| Jiggler [^|]+ \| 10 \| 20 \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+ ms \|$/, output, "the latency row")
     assert_match(/^\| Jiggler [^|]+ \| 10 \| [\d_]+ kb \| [\d_]+ kb \| [\d.]+ \| [\d.]+ \|$/, output, "the idle row")
+    assert_match(/^Ours over the bare loop: c100: [\d.]+ sec \/ [\d.]+ sec = [\d.]+x/, output)
+    assert_match(/^\| Jiggler [^|]+ \| 500\/s \| 200 \| [\d_]+\/s \| [\d.]+ ms \| [\d.]+ ms \|/, output,
+      "the stream row")
+    assert_match(/^\| Jiggler [^|]+ -p 2 \| 40 \| \d+ \| 2 \| [\d.]+ sec \| 0\.60 sec \|$/, output,
+      "the long-p2 row")
     assert_match(/^Results: /, output)
   end
 end

@@ -21,6 +21,8 @@ module Jiggler
     class Fetcher
       IDLE_POLL = 5.0
       MAX_ACKS = 1000
+      # At most this many jobs taken ahead of the free workers (see `ahead`).
+      MAX_AHEAD = 1000
 
       # @parameter store [Store::Redis | Store::SQLite] a store for this fetcher alone.
       # @parameter process [String] this process's id.
@@ -42,6 +44,7 @@ module Jiggler
         @suspects = []
         @state = :running
         @pushed = true
+        @round_trip = 0.0
         # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
         # queue and a store that can.
         @can_wait_in_store = @reliable && @queues.names.size == 1 && store.respond_to?(:fetch_when_pushed)
@@ -133,10 +136,18 @@ module Jiggler
         @drained = jobs.size < limit
       end
 
-      # Jobs to take beyond the free workers, while jobs are short (Workers#short_jobs?): as many as finished since the
-      # last round trip (at most `concurrency`), so that workers find the next one waiting instead of waiting for a
-      # round trip. Long jobs are never taken ahead: they would wait a whole run that another process could start.
-      def ahead = @workers.short_jobs? ? [@acks.size, @workers.concurrency].min : 0
+      # Jobs to take beyond the free workers, while jobs are short (Workers#short_jobs?), so that
+      # workers find the next one waiting instead of waiting for a round trip: as many as finished
+      # since the last round trip; when that is a job per worker or more (the workers ran out during
+      # the round trip: a slow store, a busy host), as many as they run in one round trip (the last
+      # one's time), up to MAX_AHEAD. Long jobs are never taken ahead: they would wait a whole run
+      # that another process could start.
+      def ahead
+        return 0 unless @workers.short_jobs?
+        concurrency = @workers.concurrency
+        return @acks.size if @acks.size < concurrency
+        [@workers.runs_within(@round_trip).clamp(0, MAX_AHEAD), concurrency].max
+      end
 
       # Takes new jobs unless a suspect waits to run alone, or runs alone.
       def fetching? = @state == :running && @suspects.empty? && @alone.nil?
@@ -155,7 +166,10 @@ module Jiggler
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        @store.fetch(@process, @queues.next, limit: limit, acks: acks, reliable: @reliable)
+        started = now
+        jobs = @store.fetch(@process, @queues.next, limit: limit, acks: acks, reliable: @reliable)
+        @round_trip = now - started
+        jobs
       rescue
         @acks.unshift(*acks)
         raise

@@ -81,6 +81,20 @@ module FetcherTest
       __getobj__.fetch(process, queues, limit: limit, **options).tap { |jobs| calls << [limit, jobs.map(&:handle)] }
     end
   end
+
+  # The real store behind a slow network: each fetch answers `delay` seconds late (the sleep
+  # yields to the reactor, as a wait for the reply does).
+  class SlowFetches < HandleLog
+    def initialize(store, delay)
+      super(store)
+      @delay = delay
+    end
+
+    def fetch(...)
+      sleep(@delay)
+      super
+    end
+  end
 end
 
 describe Jiggler::Server::Fetcher do
@@ -140,6 +154,21 @@ describe Jiggler::Server::Fetcher do
     serve(concurrency: 10, store: log) { wait_for(message: "300 jobs acknowledged") { settled?(300) } }
     assert_equal [], log.calls.reject { |limit, _| limit >= 0 }, "no fetch has a negative limit"
     assert_equal 300, log.calls.flat_map(&:last).uniq.size
+  end
+
+  # Short jobs behind a slow round trip: workers that run their batch in far less time than the
+  # round trip takes would wait for it, whatever the queue holds (before: at most twice the
+  # concurrency per round trip).
+  it "takes as many short jobs ahead as its workers run in one round trip" do
+    FetcherTest::Record.enqueue_bulk((1..2_000).zip)
+    log = FetcherTest::SlowFetches.new(Jiggler::Store.dedicated(Jiggler.config), 0.005)
+    serve(concurrency: 2, store: log) do
+      wait_for(message: "2000 jobs acknowledged") { settled?(2_000) }
+    end
+    limits = log.calls.map(&:first)
+    assert_operator limits.max, :>, 4, "a fetch took more than twice the concurrency"
+    assert_operator limits.size, :<, 100, "round trips for 2000 jobs"
+    assert_equal 2_000, FetcherTest::EVENTS.uniq.size
   end
 
   it "moves failed jobs out of flight into the retry set" do
