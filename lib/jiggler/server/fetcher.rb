@@ -5,6 +5,7 @@ require "async/notification"
 require "async/task"
 require_relative "outage"
 require_relative "queue_order"
+require_relative "suspects"
 
 module Jiggler
   module Server
@@ -16,8 +17,7 @@ module Jiggler
     # workers straight from the reply, one round trip sooner than a wake followed by a fetch.
     #
     # A suspect (JobRules.death) runs only alone: when a worker hands one back, the fetcher stops taking jobs, lets
-    # the others finish and acknowledges them, puts back the other suspects it holds, and runs that one alone. So a
-    # process that dies running a suspect holds that job alone, and the death counts against it alone.
+    # the others finish and acknowledges them, and Suspects runs it alone.
     class Fetcher
       IDLE_POLL = 5.0
       MAX_ACKS = 1000
@@ -28,7 +28,8 @@ module Jiggler
       # @parameter process [String] this process's id.
       # @parameter config [Config]
       # @parameter workers [Workers]
-      def initialize(store:, process:, config:, workers:, logger:)
+      # @parameter suspects [Suspects] the suspects of this process, held to run alone.
+      def initialize(store:, process:, config:, workers:, suspects:, logger:)
         @store = store
         @process = process
         @queues = QueueOrder.new(config)
@@ -41,7 +42,7 @@ module Jiggler
         @changed = Async::Notification.new
         @acks = []
         @failures = []
-        @suspects = []
+        @suspects = suspects
         @state = :running
         @pushed = true
         @round_trip = 0.0
@@ -66,7 +67,7 @@ module Jiggler
       # @parameter failure [Store::Failed | Nil] the failure record, when the job failed.
       def done(fetched, failure)
         failure ? @failures << failure : @acks << fetched.handle
-        @alone = nil if @alone.equal?(fetched)
+        @suspects.left(fetched)
         @changed.signal
       end
 
@@ -74,19 +75,16 @@ module Jiggler
       # name a new delivery by then (an SQLite row fetched again once its slot freed).
       # @parameter fetched [Store::Fetched]
       def moved(fetched)
-        @alone = nil if @alone.equal?(fetched)
+        @suspects.left(fetched)
         @changed.signal
       end
 
       # Holds a suspect the workers would not run beside other jobs, to run it alone.
       # @parameter fetched [Store::Fetched]
       def isolate(fetched)
-        @suspects << fetched
+        @suspects.hold(fetched)
         @changed.signal
       end
-
-      # Whether a job runs alone in this process (every job does at most once: nothing is held in flight).
-      def alone?(fetched) = !@reliable || @alone.equal?(fetched)
 
       # Stops taking new jobs; finished ones are still acknowledged.
       def quiet
@@ -126,7 +124,7 @@ module Jiggler
 
       def cycle
         write_failures unless @failures.empty?
-        run_alone if @suspects.any? && settled?
+        @suspects.run_alone(@workers) if @suspects.waiting? && settled?
         # Free workers can be fewer than none while jobs taken ahead wait; a negative limit would hand tokens back.
         limit = fetching? ? [@workers.free + ahead, 0].max : 0
         return if limit <= 0 && @acks.empty?
@@ -150,19 +148,10 @@ module Jiggler
       end
 
       # Takes new jobs unless a suspect waits to run alone, or runs alone.
-      def fetching? = @state == :running && @suspects.empty? && @alone.nil?
+      def fetching? = @state == :running && !@suspects.blocking?
 
       # Running, and nothing runs, waits for a worker or is left to acknowledge: this process holds only its suspects.
-      def settled? = @state == :running && @alone.nil? && @workers.idle? && @acks.empty? && @failures.empty?
-
-      # Puts back every suspect held but one, which then runs alone.
-      def run_alone
-        first, *others = @suspects
-        @store.requeue(@process, others) unless others.empty?
-        @suspects.clear
-        @alone = first
-        @workers.assign([first])
-      end
+      def settled? = @state == :running && !@suspects.running? && @workers.idle? && @acks.empty? && @failures.empty?
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
@@ -178,7 +167,7 @@ module Jiggler
       # Whether to wait in the store (see `wait_for_push`): it can, the process is settled with no suspect held, and the
       # last such wait was not woken in vain (a paused queue holding jobs, or another process took the job first), which
       # would wake it again at once.
-      def wait_in_store? = @can_wait_in_store && !@in_vain && @suspects.empty? && settled?
+      def wait_in_store? = @can_wait_in_store && !@in_vain && !@suspects.waiting? && settled?
 
       # Waits in the store for a push and hands the jobs the reply brings to the workers at once. The wait runs in a
       # task of its own, so that quiet and stop can cut it short; the fetch behind a wait cut short may have taken
@@ -214,7 +203,7 @@ module Jiggler
       # received would stay there for good. Put those back in their queues.
       def reconcile
         return unless @reliable
-        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle } + @suspects.map(&:handle)).to_set
+        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle } + @suspects.handles).to_set
         stray = @store.in_flight(@process).reject { |job| known.include?(job.handle) }
         return if stray.empty?
         @store.requeue(@process, stray)
@@ -229,7 +218,7 @@ module Jiggler
 
       def more_to_do?
         return false if @state == :stopped
-        return true if @acks.any? || @failures.any? || (@suspects.any? && settled?)
+        return true if @acks.any? || @failures.any? || (@suspects.waiting? && settled?)
         fetching? && @workers.free.positive? && (@pushed || !@drained)
       end
 

@@ -38,11 +38,13 @@ module Jiggler
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
         gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
         @executions = Executions.new(logger: logger)
-        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: ->(fetched) { @fetcher.alone?(fetched) }, metrics: metrics, gate: gate, executions: @executions)
-        @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @store = Store.dedicated(config)
-        @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers, logger: logger)
+        suspects = Suspects.new(store: @store, process: @identity.id, reliable: config.at_least_once?)
+        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
+          alone: suspects.method(:alone?), config: config, metrics: metrics, gate: gate, executions: @executions)
+        @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
+        @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers,
+          suspects: suspects, logger: logger)
         if config[:poller_enabled]
           @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
           @batcher = batcher(config, logger)

@@ -111,8 +111,11 @@ describe Jiggler::Server::Fetcher do
       config[:mode] = mode
     end
     Sync do |task|
-      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: Jiggler::Server::Processor.new(logger: Jiggler.logger, results: store))
-      fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config, workers: workers, logger: Jiggler.logger)
+      suspects = Jiggler::Server::Suspects.new(store: store, process: FetcherTest::PROCESS, reliable: mode == :at_least_once)
+      processor = Jiggler::Server::Processor.new(logger: Jiggler.logger, results: store, alone: suspects.method(:alone?))
+      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: processor)
+      fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config,
+        workers: workers, suspects: suspects, logger: Jiggler.logger)
       workers.start(parent: task, reporter: fetcher)
       fetcher.start(parent: task)
       listener = Jiggler::Server::Listener.new(store: store, fetcher: fetcher, scheduler: nil, logger: Jiggler.logger)

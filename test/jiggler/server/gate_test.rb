@@ -35,7 +35,10 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
     gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: reliable, store: -> { store })
     processor = Jiggler::Server::Processor.new(logger: logger, results: store, gate: gate, metrics: metrics)
     workers = Jiggler::Server::Workers.new(concurrency: 1, processor: processor)
-    fetcher = Jiggler::Server::Fetcher.new(store: build_store, process: GateTest::PROCESS, config: Jiggler.config, workers: workers, logger: logger)
+    fetch_store = build_store
+    suspects = Jiggler::Server::Suspects.new(store: fetch_store, process: GateTest::PROCESS, reliable: reliable)
+    fetcher = Jiggler::Server::Fetcher.new(store: fetch_store, process: GateTest::PROCESS, config: Jiggler.config,
+      workers: workers, suspects: suspects, logger: logger)
     workers.start(parent: task, reporter: fetcher)
     [fetcher, workers]
   end
