@@ -5,6 +5,7 @@ require_relative "../cli"
 require_relative "../web/stats"
 require_relative "../set_actions"
 require_relative "admin_text"
+require_relative "../display"
 
 module Jiggler
   class CLI
@@ -38,7 +39,7 @@ module Jiggler
         return 0 unless options
         configure(options)
         command, *operands = args
-        result = public_send(:"#{command}_command", *operands_for(command, operands, options))
+        result = Display.data(public_send(:"#{command}_command", *operands_for(command, operands, options)))
         puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
         0
       rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
@@ -161,10 +162,18 @@ module Jiggler
       # The ways a process may be named on the command line.
       def names_of(id, info) = [id, info["name"], info["hostname"], "#{info["hostname"]}:#{info["pid"]}"]
 
+      # A process as the commands show it; fields of unexpected types (a forged or foreign heartbeat) read as 0 or nil.
       def process_row(id, info)
         running = info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
-        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running, "concurrency" => info["concurrency"].to_i,
-         "queues" => info["queues"], "quiet" => info["quiet"] == true, "heartbeat" => info["heartbeat"], "started_at" => info["started_at"].to_i}
+        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running,
+         "concurrency" => whole(info["concurrency"]), "queues" => info["queues"], "quiet" => info["quiet"] == true,
+         "heartbeat" => Display.number(info["heartbeat"]), "started_at" => whole(info["started_at"])}
+      end
+
+      # A finite number, or a String of one, as an Integer; 0 for anything else.
+      def whole(value)
+        number = value.is_a?(String) ? Float(value, exception: false) : value
+        Display.number(number)&.to_i || 0
       end
     end
   end

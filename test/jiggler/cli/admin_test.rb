@@ -5,12 +5,28 @@ require "json"
 require "tmpdir"
 require "fileutils"
 require "jiggler/store/sqlite"
+require "support/raw_writes"
 
 # The admin commands run as real `jiggler` processes against the suite's Redis and against an SQLite file: each reads or
 # changes what the store holds, prints a table or JSON, and fails with one line and status 1.
 module AdminCommandSpecs
+  include RawWrites
+
   def self.included(base)
     base.class_eval do
+      it "copes with a forged heartbeat and a queue name that is not UTF-8, in status, queues and stop" do
+        store.beat("forged:1", '{"heartbeat":1e400,"started_at":true,"concurrency":[],"hostname":"h","pid":1}', 60)
+        plant_queue(store, "bad\xFFq".b, payload(queue: "bad"))
+        data = admin_json("status")
+        assert_equal [["forged:1", nil, 0, 0]], data["processes"].map { |row| row.values_at("id", "heartbeat", "started_at", "concurrency") }
+        assert_equal [["bad\uFFFDq", 1, true]], data["queues"].map { |queue| queue.values_at("name", "size", "paused") }
+        assert_equal ["bad\uFFFDq"], admin_json("queues")["queues"].map { |queue| queue["name"] }
+        status, output = admin("status")
+        assert_equal 0, status, output
+        assert_match(/^bad\uFFFDq\s+1\s/, output.dup.force_encoding(Encoding::UTF_8))
+        assert_equal [0, "asked h:1 (forged:1) to stop; it acts at its next heartbeat\n"], admin("stop", "h")
+      end
+
       it "shows the counters, queues and live processes in status, as a table and as JSON" do
         server = start_store_server
         store.push("reports", [payload(queue: "reports"), payload(queue: "reports")])
