@@ -115,7 +115,7 @@ module Jiggler
       def operands_for(command, operands, options)
         case command
         when "status", "queues" then expect(command, operands, [])
-        when "pause", "resume", "clear" then expect(command, operands, ["QUEUE"])
+        when "pause", "resume", "clear" then queue_named(command, expect(command, operands, ["QUEUE"]))
         when "quiet", "stop" then expect(command, operands, ["PROCESS"])
         else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
         end
@@ -124,6 +124,12 @@ module Jiggler
       def expect(command, operands, names)
         return operands if operands.size == names.size
         raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
+      end
+
+      # A queue name the dashboard can also show and act on (Config::Rules.queue_name?).
+      def queue_named(command, operands)
+        return operands if Config::Rules.queue_name?(operands.first)
+        raise UsageError, "#{command} #{operands.first.inspect}: not #{Config::Rules::QUEUE_NAME_RULE}"
       end
 
       def set_named(name)

@@ -88,6 +88,15 @@ module AdminCommandSpecs
         assert_equal({"default" => 1}, store.queue_sizes, "a quiet server fetches nothing")
       end
 
+      it "refuses with one line and status 1 a pause, resume or clear of what is not a queue name" do
+        [["pause", ""], ["resume", "a b"], ["clear", "a|b"], ["pause", "x" * 129]].each do |args|
+          status, output = admin(*args)
+          assert_equal 1, status, "jiggler #{args.join(" ")}: #{output}"
+          assert_match(/\Ajiggler: #{args.first} "[^"]*": not a queue name[^\n]+\n\z/, output)
+        end
+        assert_empty store.paused_queues
+      end
+
       it "refuses with one line and status 1: an unknown set or process, a missing argument, kill of dead" do
         [%w[retry nowhere], %w[quiet nobody], %w[pause], %w[kill dead], %w[status --bogus]].each do |args|
           status, output = admin(*args)
