@@ -6,6 +6,7 @@ require_relative "../web/stats"
 require_relative "../set_actions"
 require_relative "admin_text"
 require_relative "../display"
+require_relative "../config/sqlite_path"
 
 module Jiggler
   class CLI
@@ -37,9 +38,10 @@ module Jiggler
       def run(argv)
         options, args = parse(argv)
         return 0 unless options
-        configure(options)
         command, *operands = args
-        result = Display.data(public_send(:"#{command}_command", *operands_for(command, operands, options)))
+        arguments = operands_for(command, operands, options)
+        configure(options)
+        result = Display.data(public_send(:"#{command}_command", *arguments))
         puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
         0
       rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
@@ -143,6 +145,17 @@ module Jiggler
         path = options[:config_file] || (DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE))
         config.apply_file(Config::YAMLFile.load(path, config[:environment])) if path
         load_file(options[:require]) if options[:require]
+        check_sqlite_file(config)
+      end
+
+      # Opening a missing SQLite file would create an empty store: the command would read or change nothing the
+      # servers see, and leave a stray file.
+      def check_sqlite_file(config)
+        return if config.redis?
+        path = config[:sqlite_path].to_s
+        return if ::File.exist?(path) || Config::SQLitePath.in_memory?(path)
+        raise UsageError, "no store file exists at #{path} (sqlite_path or JIGGLER_SQLITE_PATH); " \
+          "point it at the file your servers use, or set REDIS_URL"
       end
 
       def load_file(path)

@@ -182,4 +182,16 @@ describe "jiggler admin commands on SQLite" do
   def store_flags = ["-r", "./test/fixtures/metrics_jobs.rb"] # loads jiggler only: nothing here needs Redis
 
   def store_env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => @path}
+
+  it "refuses with one line, creating nothing, when no store file exists at the path" do
+    missing = File.join(@dir, "none.sqlite3")
+    %w[status queues].each do |command|
+      process = ServerProcess.new(command, namespace: @namespace, env: {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => missing}).start
+      @servers << process
+      assert_equal 1, process.wait(timeout: 20), process.log
+      assert_equal "jiggler: no store file exists at #{missing} (sqlite_path or JIGGLER_SQLITE_PATH); " \
+        "point it at the file your servers use, or set REDIS_URL\n", process.log
+    end
+    refute File.exist?(missing), "the command created the file"
+  end
 end
