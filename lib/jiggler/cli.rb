@@ -38,6 +38,7 @@ module Jiggler
 
     def run(argv)
       $stdout.sync = true # log lines reach files and pipes as they are written
+      check_encoding(argv)
       return run_web(argv.drop(1)) if argv.first == "web"
       return run_admin(argv) if ADMIN_COMMANDS.include?(argv.first)
       flags = parse(argv)
@@ -50,6 +51,12 @@ module Jiggler
     end
 
     private
+
+    # Every argument must be valid text: OptionParser and the rules for names raise on bytes that are not.
+    def check_encoding(argv)
+      index = argv.index { |arg| !arg.valid_encoding? } or return
+      raise StartError, "argument #{index + 1} (#{argv[index].b.inspect}) is not valid #{argv[index].encoding} text"
+    end
 
     # `jiggler web`: the dashboard alone (see Web::Command).
     def run_web(argv)

@@ -81,7 +81,7 @@ module Jiggler
     # @parameter options [Hash] `threads:` (1), `queues:` (1), `queue_size:` (1000), `interval:` (0 seconds),
     #   `batch:` (false), `batch_size:` (nil: up to a whole queue), `logger:` (nil: no logging).
     # @raises [TypeError] for a value of the wrong type.
-    # @raises [ArgumentError] for an unknown option or a value out of range.
+    # @raises [ArgumentError] for an unknown option, a value out of range or a batch that is not true or false.
     def initialize(**options)
       @options = Options.new(**options).to_h
       @logger = @options[:logger]

@@ -12,9 +12,15 @@ module Jiggler
   #
   # Rate limits: `job_options rate: {limit: 50, period: 1, key: ...}` starts at most `limit` jobs of one key in any
   # `period` seconds (a sliding window); a job over the budget is scheduled again for when the budget allows.
+  #
+  # Seconds (a slot's or a unique lock's ttl, a rate's period) are at most SECONDS_MAX. A payload written by another
+  # client may carry anything: its limit is read as at least 1 and its seconds within (0, SECONDS_MAX], so that no
+  # job waits for a slot that cannot exist or holds one forever.
   module LimitedJob
     DEFAULTS = {limit: nil, key: nil, ttl: 900}.freeze
     RATE_DEFAULTS = {limit: nil, period: 1, key: nil}.freeze
+    # The longest ttl or period, in seconds: a year.
+    SECONDS_MAX = 366 * 86_400
 
     module_function
 
@@ -23,7 +29,7 @@ module Jiggler
     def options(value)
       options = read(:concurrency, value, DEFAULTS)
       positive!(:concurrency, :limit, options[:limit], Integer)
-      positive!(:concurrency, :ttl, options[:ttl], Numeric)
+      seconds!(:concurrency, :ttl, options[:ttl])
       options.freeze
     end
 
@@ -32,7 +38,7 @@ module Jiggler
     def rate_options(value)
       options = read(:rate, value, RATE_DEFAULTS)
       positive!(:rate, :limit, options[:limit], Integer)
-      positive!(:rate, :period, options[:period], Numeric)
+      seconds!(:rate, :period, options[:period])
       options.freeze
     end
 
@@ -54,9 +60,26 @@ module Jiggler
     # @parameter store [Store::Redis | Store::SQLite]
     # @parameter job [Hash] a parsed payload; one without a concurrency limit holds no slot.
     def release(store, job)
-      slot = job["limits"]["concurrency"] if job["limits"].is_a?(Hash)
-      return unless slot.is_a?(Hash)
-      store.release_slot(slot["key"].to_s, job["jid"].to_s, limit: slot["limit"].to_i, ttl: slot["ttl"].to_f)
+      field = job["limits"]["concurrency"] if job["limits"].is_a?(Hash)
+      return unless field.is_a?(Hash)
+      slot = slot(field)
+      store.release_slot(slot[:key], job["jid"].to_s, limit: slot[:limit], ttl: slot[:ttl])
+    end
+
+    # A payload's concurrency field, read within bounds.
+    # @parameter field [Hash] "key", "limit" and "ttl", as written by anyone.
+    # @returns [Hash] key: (String), limit: (Integer, at least 1), ttl: (seconds, within (0, SECONDS_MAX]).
+    def slot(field)
+      field = {} unless field.is_a?(Hash)
+      {key: field["key"].to_s, limit: bounded_limit(field["limit"]), ttl: bounded_seconds(field["ttl"], DEFAULTS[:ttl])}
+    end
+
+    # A payload's rate field, read within bounds.
+    # @returns [Hash] key: (String), limit: (Integer, at least 1), period: (seconds, within (0, SECONDS_MAX]).
+    def rate(field)
+      field = {} unless field.is_a?(Hash)
+      {key: field["key"].to_s, limit: bounded_limit(field["limit"]),
+       period: bounded_seconds(field["period"], RATE_DEFAULTS[:period])}
     end
 
     def key(name, args, options) = options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
@@ -71,6 +94,21 @@ module Jiggler
         raise ArgumentError, "#{option} key must be a Proc taking the job's arguments (got #{options[:key].inspect})"
       end
       options
+    end
+
+    # Checks a setting is a number of seconds > 0 and at most SECONDS_MAX.
+    def seconds!(option, name, value)
+      return if value.is_a?(Numeric) && value.positive? && value <= SECONDS_MAX
+      raise ArgumentError, "#{option} #{name} must be a number of seconds > 0 and at most #{SECONDS_MAX} " \
+        "(a year) (got #{value.inspect})"
+    end
+
+    def bounded_limit(value) = (value.is_a?(Numeric) && value.to_f.finite?) ? [value.to_i, 1].max : 1
+
+    # Infinity reads as SECONDS_MAX; what is not a positive number, as the default.
+    def bounded_seconds(value, default)
+      return default unless value.is_a?(Numeric) && value.positive?
+      [value.to_f, SECONDS_MAX].min
     end
 
     # Checks a setting is a positive, finite Integer or number.

@@ -17,8 +17,9 @@ module Jiggler
   # `until: :started` releases the lock when a server takes the job to run it (so "while queued" and "until started"
   # are one point here); `until: :finished` (the default) when it succeeds or dies, not when it fails and waits for a
   # retry. Deleting or killing it from the dashboard releases it too. A job whose process was killed goes back to its
-  # queue with its lock, and releases it when it finishes elsewhere. `ttl` (seconds, default 3600) is a safety net:
-  # the lock expires then whatever happened, so a job lost for good never blocks its key for longer.
+  # queue with its lock, and releases it when it finishes elsewhere. `ttl` (seconds, default 3600, at most a year:
+  # LimitedJob::SECONDS_MAX) is a safety net: the lock expires then whatever happened, so a job lost for good never
+  # blocks its key for longer.
   module UniqueJob
     # Raised by an enqueue of a job whose lock is taken, when the class sets `on_conflict: :raise`.
     class ConflictError < Error; end
@@ -40,7 +41,7 @@ module Jiggler
       options = LimitedJob.read(:unique, value, DEFAULTS)
       check!(:until, options[:until], UNTIL)
       check!(:on_conflict, options[:on_conflict], ON_CONFLICT)
-      LimitedJob.positive!(:unique, :ttl, options[:ttl], Numeric)
+      LimitedJob.seconds!(:unique, :ttl, options[:ttl])
       options.freeze
     end
 

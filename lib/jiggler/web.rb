@@ -20,7 +20,13 @@ module Jiggler
     STORE = "jiggler.store"
     UNSAFE_METHODS = %w[POST PUT PATCH DELETE].freeze
     ROUTER = Routes.draw
-    private_constant :ROUTER, :UNSAFE_METHODS
+    # What rack raises for a request it will not parse: a form too large, too deep or with too many fields, or
+    # malformed (rack 3.1 and later tag them all with Rack::BadRequest).
+    REFUSED_FORMS = [
+      (::Rack::BadRequest if defined?(::Rack::BadRequest)), ::Rack::QueryParser::ParamsTooDeepError,
+      ::Rack::QueryParser::ParameterTypeError, ::Rack::QueryParser::InvalidParameterError
+    ].compact.freeze
+    private_constant :ROUTER, :UNSAFE_METHODS, :REFUSED_FORMS
 
     # @parameter store [Store::Redis | Store::SQLite | Nil] the store to show; nil means `Jiggler.store`, looked up on
     #   each request so that configuring jiggler after the app was built still counts.
@@ -35,7 +41,7 @@ module Jiggler
       env[STORE] = @store || Jiggler.store
       route, params = ROUTER.match(env[::Rack::REQUEST_METHOD], env[::Rack::PATH_INFO].to_s.then { |path| path.empty? ? "/" : path })
       action = Action.new(env, params || {})
-      response = catch(:halt) { route ? run(route, action) : refuse(action) }
+      response = catch(:halt) { answer(route, action) }
       Headers.finish(response, action)
     rescue Store::ConnectionError => error
       Jiggler.logger.error("jiggler web: #{error.message}")
@@ -43,6 +49,14 @@ module Jiggler
     end
 
     private
+
+    # The route's response; 413 for a form over rack's size limit, 400 for one rack refuses otherwise.
+    def answer(route, action)
+      route ? run(route, action) : refuse(action)
+    rescue *REFUSED_FORMS => error
+      too_large = error.message.start_with?("total query size")
+      action.halt(too_large ? 413 : 400, "#{too_large ? "Payload Too Large" : "Bad Request"}: #{error.message}")
+    end
 
     def run(route, action)
       check_origin!(action) if UNSAFE_METHODS.include?(action.request.request_method)

@@ -159,6 +159,13 @@ describe "jiggler CLI" do
       assert_refused status, output, /timeout/
     end
 
+    it "exits non-zero with one line for an argument that is not valid UTF-8" do
+      [["-r", jobs_file, "-q", "\xFF".b], ["status", "\xFF".b], ["pause", "a\xFF".b], ["web", "-o", "\xFF".b]].each do |args|
+        status, output = run_cli(*args, env: {"LANG" => "C.UTF-8", "LC_ALL" => nil})
+        assert_refused status, output, /argument \d \("a?\\xFF"\) is not valid UTF-8 text/
+      end
+    end
+
     it "exits non-zero with one line for an unknown flag" do
       status, output = run_cli("-r", jobs_file, "--no-such-flag")
       assert_refused status, output, /--no-such-flag/

@@ -516,8 +516,8 @@ describe Jiggler::Executor do
 
         [[:interval, :str], [:threads, 1.5], [:batch, "yes"]].each do |option, value|
           Proco.public_send(option, value)
-        rescue TypeError => error
-          puts "#{option}: TypeError"
+        rescue TypeError, ArgumentError => error
+          puts "#{option}: #{error.class}"
         end
         begin
           Proco.new(threads: 0)
@@ -538,7 +538,7 @@ describe Jiggler::Executor do
         logged: dropped unprocessed
         interval: TypeError
         threads: TypeError
-        batch: TypeError
+        batch: ArgumentError
         threads 0: ArgumentError
       TEXT
     end

@@ -11,7 +11,7 @@ describe Jiggler::UniqueJob do
   it "checks the option, naming what is wrong" do
     assert_equal({until: :finished, ttl: 3600, on_conflict: :skip, key: nil}, Jiggler::UniqueJob.options(true))
     {{until: :done} => /until must be one of :started, :finished/, {ttl: 0} => /ttl must be a number/,
-     {ttl: Float::INFINITY} => /ttl must be a number > 0 \(got Infinity\)/,
+     {ttl: Float::INFINITY} => /ttl must be a number of seconds > 0 and at most 31622400 \(a year\) \(got Infinity\)/,
      {on_conflict: :log} => /on_conflict must be one of/, {key: "id"} => /key must be a Proc/,
      {by: :args} => /unknown unique option :by/, "yes" => /unique must be true or a Hash/}.each do |value, message|
       assert_match message, assert_raises(ArgumentError) { Jiggler::UniqueJob.options(value) }.message
@@ -75,10 +75,26 @@ describe Jiggler::LimitedJob do
     options = {concurrency: Jiggler::LimitedJob.options(limit: 2, key: ->(account, *) { account }), rate: Jiggler::LimitedJob.rate_options(limit: 50)}
     assert_equal({"concurrency" => {"key" => "Export:acme", "limit" => 2, "ttl" => 900}, "rate" => {"key" => "Export", "limit" => 50, "period" => 1}},
       Jiggler::LimitedJob.field("Export", ["acme", 1], options))
-    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be a number > 0/,
+    {{} => /limit must be an Integer > 0/, {limit: 0} => /limit must be/, {limit: 1, ttl: -1} => /ttl must be a number of seconds > 0/,
      {limit: 1, key: :id} => /key must be a Proc/, {limit: 1, per: 2} => /unknown concurrency option :per/, 3 => /must be a Hash/}.each do |value, message|
       assert_match message, assert_raises(ArgumentError) { Jiggler::LimitedJob.options(value) }.message
     end
-    assert_match(/rate period must be a number > 0/, assert_raises(ArgumentError) { Jiggler::LimitedJob.rate_options(limit: 5, period: 0) }.message)
+    assert_match(/rate period must be a number of seconds > 0/, assert_raises(ArgumentError) { Jiggler::LimitedJob.rate_options(limit: 5, period: 0) }.message)
+  end
+
+  it "refuses in job_options a ttl or period past a year, naming the option and its range" do
+    job = Class.new { include Jiggler::Job }
+    range = "must be a number of seconds > 0 and at most 31622400 (a year)"
+    {{unique: {ttl: 1e300}} => "unique ttl", {concurrency: {limit: 1, ttl: 1e300}} => "concurrency ttl",
+     {rate: {limit: 1, period: 1e300}} => "rate period"}.each do |options, name|
+      assert_equal "#{name} #{range} (got 1.0e+300)", assert_raises(ArgumentError) { job.job_options(**options) }.message
+    end
+    job.job_options(unique: {ttl: 366 * 86_400}, queue: "default")
+  end
+
+  it "reads a payload's limit as at least 1 and its seconds within a year" do
+    assert_equal({key: "k", limit: 1, ttl: 366 * 86_400.0}, Jiggler::LimitedJob.slot({"key" => "k", "limit" => 0, "ttl" => Float::INFINITY}))
+    assert_equal({key: "", limit: 1, ttl: 900}, Jiggler::LimitedJob.slot({"limit" => "2", "ttl" => -1}))
+    assert_equal({key: "k", limit: 3, period: 1}, Jiggler::LimitedJob.rate({"key" => "k", "limit" => 3.5, "period" => Float::NAN}))
   end
 end

@@ -205,6 +205,18 @@ describe Jiggler::Web do
       assert_equal [403, []], [last_response.status, web_store.paused_queues]
     end
 
+    it "answers 413 to a form over rack's size limit and 400 to one too deep or with too many fields" do
+      token = csrf_token
+      many = Array.new(5_000) { |index| "f#{index}=1" }.join("&")
+      {"a=#{"x" * (5 * 1024 * 1024)}" => 413, "a#{"[b]" * 200}=1" => 400, many => 400}.each do |form, status|
+        post "/queues/default/pause", "authenticity_token=#{token}&#{form}",
+          "CONTENT_TYPE" => "application/x-www-form-urlencoded", "HTTP_SEC_FETCH_SITE" => "same-origin"
+        assert_equal status, last_response.status, last_response.body[0, 200]
+        assert_equal "nosniff", last_response.headers["x-content-type-options"]
+      end
+      assert_empty web_store.paused_queues
+    end
+
     it "accepts its own token, which differs on every page" do
       first, second = csrf_token, csrf_token
       refute_equal first, second

@@ -8,6 +8,8 @@ require_relative "../set_actions"
 require_relative "../cancellation"
 require_relative "admin_text"
 require_relative "probe"
+require_relative "../display"
+require_relative "../config/sqlite_path"
 
 module Jiggler
   class CLI
@@ -43,10 +45,11 @@ module Jiggler
       def run(argv)
         options, args = parse(argv)
         return 0 unless options
-        configure(options)
         command, *operands = args
         raise UsageError, "--probe goes with status: jiggler status --probe" if options[:probe] && command != "status"
-        result = public_send(:"#{command}_command", *operands_for(command, operands, options))
+        arguments = operands_for(command, operands, options)
+        configure(options)
+        result = Display.data(public_send(:"#{command}_command", *arguments))
         result = probe(result, options[:queues] || []) if options[:probe]
         puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
         (result["ok"] == false) ? 1 : 0
@@ -147,7 +150,7 @@ module Jiggler
       def operands_for(command, operands, options)
         case command
         when "status", "queues" then expect(command, operands, [])
-        when "pause", "resume", "clear" then expect(command, operands, ["QUEUE"])
+        when "pause", "resume", "clear" then queue_named(command, expect(command, operands, ["QUEUE"]))
         when "quiet", "stop" then expect(command, operands, ["PROCESS"])
         when "cancel" then expect(command, operands, ["JID"])
         else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
@@ -157,6 +160,12 @@ module Jiggler
       def expect(command, operands, names)
         return operands if operands.size == names.size
         raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
+      end
+
+      # A queue name the dashboard can also show and act on (Config::Rules.queue_name?).
+      def queue_named(command, operands)
+        return operands if Config::Rules.queue_name?(operands.first)
+        raise UsageError, "#{command} #{operands.first.inspect}: not #{Config::Rules::QUEUE_NAME_RULE}"
       end
 
       def set_named(name)
@@ -170,6 +179,17 @@ module Jiggler
         path = options[:config_file] || (DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE))
         config.apply_file(Config::YAMLFile.load(path, config[:environment])) if path
         load_file(options[:require]) if options[:require]
+        check_sqlite_file(config)
+      end
+
+      # Opening a missing SQLite file would create an empty store: the command would read or change nothing the
+      # servers see, and leave a stray file.
+      def check_sqlite_file(config)
+        return if config.redis?
+        path = config[:sqlite_path].to_s
+        return if ::File.exist?(path) || Config::SQLitePath.in_memory?(path)
+        raise UsageError, "no store file exists at #{path} (sqlite_path or JIGGLER_SQLITE_PATH); " \
+          "point it at the file your servers use, or set REDIS_URL"
       end
 
       # Loads the `-r` file; for a Rails app (`-r .`), config/environment.rb, as the server does, without eager loading.
@@ -197,10 +217,18 @@ module Jiggler
       # The ways a process may be named on the command line.
       def names_of(id, info) = [id, info["name"], info["hostname"], "#{info["hostname"]}:#{info["pid"]}"]
 
+      # A process as the commands show it; fields of unexpected types (a forged or foreign heartbeat) read as 0 or nil.
       def process_row(id, info)
         running = info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
-        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running, "concurrency" => info["concurrency"].to_i,
-         "queues" => info["queues"], "quiet" => info["quiet"] == true, "heartbeat" => info["heartbeat"], "started_at" => info["started_at"].to_i}
+        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running,
+         "concurrency" => whole(info["concurrency"]), "queues" => info["queues"], "quiet" => info["quiet"] == true,
+         "heartbeat" => Display.number(info["heartbeat"]), "started_at" => whole(info["started_at"])}
+      end
+
+      # A finite number, or a String of one, as an Integer; 0 for anything else.
+      def whole(value)
+        number = value.is_a?(String) ? Float(value, exception: false) : value
+        Display.number(number)&.to_i || 0
       end
     end
   end

@@ -3,8 +3,10 @@
 module Jiggler
   class Executor
     # A checked, frozen set of executor settings, and the builder behind the chained initializers:
-    # `Executor.interval(0.1).threads(4).batch(true).new`. A value of the wrong type raises TypeError, a value out of
-    # range ArgumentError, as proco's options do. Each setter returns a new Options with that one value
+    # `Executor.interval(0.1).threads(4).batch(true).new`. As proco's options do, a value of the wrong type raises
+    # TypeError (interval not a number, a count not an Integer) and a value out of range or not among the allowed
+    # ones ArgumentError (a count below 1, a negative interval, a batch that is not true or false). A logger that
+    # cannot log raises TypeError (proco takes anything and fails when it logs). Each setter returns a new Options with that one value
     # changed, so a partly built Options can be kept and extended in several ways; `new` builds the executor.
     class Options
       DEFAULTS = {
@@ -20,7 +22,7 @@ module Jiggler
 
       # @parameter values [Hash] any of the keys of DEFAULTS.
       # @raises [TypeError] for a value of the wrong type.
-      # @raises [ArgumentError] for an unknown key or a value out of range.
+      # @raises [ArgumentError] for an unknown key, a value out of range or a batch that is not true or false.
       def initialize(**values)
         unknown = values.keys - DEFAULTS.keys
         raise ArgumentError, "unknown executor option #{unknown.first.inspect} (known: #{DEFAULTS.keys.join(", ")})" if unknown.any?
@@ -76,7 +78,10 @@ module Jiggler
         %i[threads queues queue_size].each { |key| positive_integer(key) }
         positive_integer(:batch_size) unless @values[:batch_size].nil?
         check_interval
-        refuse_type(:batch, "true or false") unless [true, false].include?(@values[:batch])
+        # One of a set of values, not a type: ArgumentError, as proco's option_initializer raises for a set.
+        unless [true, false].include?(@values[:batch])
+          raise ArgumentError, "executor batch must be true or false (got #{@values[:batch].inspect})"
+        end
         logger = @values[:logger]
         refuse_type(:logger, "a Logger (or nil)") unless logger.nil? || LOG_LEVELS.all? { |level| logger.respond_to?(level) }
       end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "histogram"
+require_relative "../display"
 
 module Jiggler
   module Metrics
@@ -89,8 +90,8 @@ module Jiggler
 
       def number(value) = value.is_a?(Float) ? value.round(6).to_s : value.to_i.to_s
 
-      # Label values escape backslashes, double quotes and line feeds.
-      def escape(text) = text.gsub("\\", "\\\\\\\\").gsub("\"", "\\\"").gsub("\n", "\\n")
+      # Label values are UTF-8 (bad bytes scrubbed) and escape backslashes, double quotes and line feeds.
+      def escape(text) = Display.text(text).gsub("\\", "\\\\\\\\").gsub("\"", "\\\"").gsub("\n", "\\n")
     end
   end
 end

@@ -2,11 +2,13 @@
 
 require_relative "histogram"
 require_relative "counts"
+require_relative "class_cap"
 
 module Jiggler
   module Metrics
     # The per-class metrics of a period, as the dashboard's Metrics page shows them: for each class its runs, failures,
-    # total time and percentiles over the period, and its counts minute by minute. Reads the store once.
+    # total time and percentiles over the period, and its counts minute by minute (at most ClassCap::LIMIT classes a
+    # minute, the rest under ClassCap::OTHER). Reads the store once.
     class Report
       # One class over the period: finished and failed runs, seconds spent, and percentiles in seconds (nil without
       # runs).
@@ -20,7 +22,8 @@ module Jiggler
       def initialize(store, minutes:, now: Time.now.to_i)
         @last = now / 60
         @first = @last - minutes + 1
-        @minutes = store.metrics(@first, @last)
+        # Each minute within ClassCap's bounds, whatever was stored before them.
+        @minutes = store.metrics(@first, @last).transform_values { |classes| ClassCap.fold(classes) }
       end
 
       # Every class that ran in the period.

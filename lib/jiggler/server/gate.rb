@@ -30,14 +30,17 @@ module Jiggler
 
       private
 
-      def rate_allows?(fetched, job, rate)
-        @store.call.acquire_rate(@process, fetched, key: rate["key"].to_s, limit: rate["limit"].to_i, period: rate["period"].to_f,
+      # The payload's limits are read within bounds (LimitedJob.slot and .rate): another client may have written any.
+      def rate_allows?(fetched, job, field)
+        rate = LimitedJob.rate(field)
+        @store.call.acquire_rate(@process, fetched, key: rate[:key], limit: rate[:limit], period: rate[:period],
           jid: job["jid"].to_s, reliable: @reliable) == true
       end
 
-      def slot_taken?(fetched, job, slot)
-        @store.call.acquire_slot(@process, fetched, key: slot["key"].to_s, limit: slot["limit"].to_i, jid: job["jid"].to_s,
-          ttl: slot["ttl"].to_f, reliable: @reliable) == true
+      def slot_taken?(fetched, job, field)
+        slot = LimitedJob.slot(field)
+        @store.call.acquire_slot(@process, fetched, key: slot[:key], limit: slot[:limit], jid: job["jid"].to_s,
+          ttl: slot[:ttl], reliable: @reliable) == true
       end
     end
   end

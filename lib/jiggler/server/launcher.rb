@@ -105,7 +105,8 @@ module Jiggler
         unstarted = @workers.drain
         interrupted = @workers.stop(@config[:timeout])
         stop_cancellations
-        finish(unstarted, interrupted)
+        # After `kill`, the wait above ends with the jobs it interrupted: count those.
+        finish(unstarted, [interrupted, @killed.to_i].max)
       end
 
       # Whether the process was asked to stop through the store, not by a signal (see Heartbeat).
@@ -114,6 +115,8 @@ module Jiggler
       # Stops the running jobs now (a second TERM or INT during `stop`).
       def kill
         @logger.warn("stopping at once: running jobs are interrupted and go back to their queues")
+        # Counted first: stopping the jobs resumes `stop`, which logs the count, before this call returns.
+        @killed = @workers.current_jobs.size
         @workers.stop(0)
       end
 

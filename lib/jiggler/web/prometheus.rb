@@ -2,6 +2,7 @@
 
 require_relative "../../jiggler"
 require_relative "../metrics/exposition"
+require_relative "../metrics/class_cap"
 require_relative "stats"
 
 module Jiggler
@@ -22,9 +23,10 @@ module Jiggler
         [503, {"content-type" => "text/plain; charset=utf-8"}, ["The job store cannot be reached."]]
       end
 
-      # The exposition of a store's numbers as a Rack response.
+      # The exposition of a store's numbers as a Rack response; per-class totals within Metrics::ClassCap's bounds.
       def self.response(store)
-        text = Metrics::Exposition.new(Stats.new(store).to_h, store.metrics_totals).to_s
+        classes = Metrics::ClassCap.fold(store.metrics_totals)
+        text = Metrics::Exposition.new(Stats.new(store).to_h, classes).to_s
         [200, {"content-type" => Metrics::Exposition::CONTENT_TYPE}, [text]]
       end
     end

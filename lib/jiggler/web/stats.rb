@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../payload"
+require_relative "../display"
 
 module Jiggler
   class Web
@@ -23,21 +24,21 @@ module Jiggler
       # @returns [Array(Hash)] queue, class, size (items waiting) and latency (seconds the oldest has waited).
       def batches
         @batches ||= @store.batch_sizes.map do |queue, name, size, oldest|
-          {"queue" => queue, "class" => name, "size" => size, "latency" => waited_since(oldest)}
+          {"queue" => Display.text(queue), "class" => Display.text(name), "size" => size, "latency" => waited_since(oldest)}
         end
       end
 
       # Every queue that holds jobs, has jobs waiting for a concurrency slot, or is paused, by name.
-      # @returns [Array(Hash)] name, size, latency (seconds the next job has waited), paused, and waiting (jobs of
-      #   limited classes waiting for a slot to run in it).
+      # @returns [Array(Hash)] name (scrubbed to valid UTF-8: another client may have stored any bytes), size, latency
+      #   (seconds the next job has waited), paused, and waiting (jobs of limited classes waiting for a slot to run in it).
       def queues
         @queues ||= begin
           sizes = @store.queue_sizes.select { |name, _| name.is_a?(String) } # a row another writer left without a queue
           paused = @store.paused_queues
           waiting = @store.waiting_counts
           (sizes.keys | paused | waiting.keys).sort.map do |name|
-            {"name" => name, "size" => sizes.fetch(name, 0), "latency" => latency(name), "paused" => paused.include?(name),
-             "waiting" => waiting.fetch(name, 0)}
+            {"name" => Display.text(name), "size" => sizes.fetch(name, 0), "latency" => latency(name),
+             "paused" => paused.include?(name), "waiting" => waiting.fetch(name, 0)}
           end
         end
       end

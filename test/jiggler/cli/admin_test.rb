@@ -5,12 +5,28 @@ require "json"
 require "tmpdir"
 require "fileutils"
 require "jiggler/store/sqlite"
+require "support/raw_writes"
 
 # The admin commands run as real `jiggler` processes against the suite's Redis and against an SQLite file: each reads or
 # changes what the store holds, prints a table or JSON, and fails with one line and status 1.
 module AdminCommandSpecs
+  include RawWrites
+
   def self.included(base)
     base.class_eval do
+      it "copes with a forged heartbeat and a queue name that is not UTF-8, in status, queues and stop" do
+        store.beat("forged:1", '{"heartbeat":1e400,"started_at":true,"concurrency":[],"hostname":"h","pid":1}', 60)
+        plant_queue(store, "bad\xFFq".b, payload(queue: "bad"))
+        data = admin_json("status")
+        assert_equal [["forged:1", nil, 0, 0]], data["processes"].map { |row| row.values_at("id", "heartbeat", "started_at", "concurrency") }
+        assert_equal [["bad\uFFFDq", 1, true]], data["queues"].map { |queue| queue.values_at("name", "size", "paused") }
+        assert_equal ["bad\uFFFDq"], admin_json("queues")["queues"].map { |queue| queue["name"] }
+        status, output = admin("status")
+        assert_equal 0, status, output
+        assert_match(/^bad\uFFFDq\s+1\s/, output.dup.force_encoding(Encoding::UTF_8))
+        assert_equal [0, "asked h:1 (forged:1) to stop; it acts at its next heartbeat\n"], admin("stop", "h")
+      end
+
       it "shows the counters, queues and live processes in status, as a table and as JSON" do
         server = start_store_server
         store.push("reports", [payload(queue: "reports"), payload(queue: "reports")])
@@ -29,6 +45,7 @@ module AdminCommandSpecs
       end
 
       it "probes for a live server working the given queues: exit 1 without one, 0 with one, naming the store" do
+        store.queue_sizes # the store exists (on SQLite, a missing file is refused before any probe)
         status, output = admin("status", "--probe")
         assert_equal [1, "failed: no live server at work; store: #{store_name}\n"], [status, output]
         start_store_server
@@ -84,6 +101,15 @@ module AdminCommandSpecs
         assert_equal 0, admin("stop", id).first
         assert_equal 0, server.wait(timeout: 20), server.log
         assert_equal({"default" => 1}, store.queue_sizes, "a quiet server fetches nothing")
+      end
+
+      it "refuses with one line and status 1 a pause, resume or clear of what is not a queue name" do
+        [["pause", ""], ["resume", "a b"], ["clear", "a|b"], ["pause", "x" * 129]].each do |args|
+          status, output = admin(*args)
+          assert_equal 1, status, "jiggler #{args.join(" ")}: #{output}"
+          assert_match(/\Ajiggler: #{args.first} "[^"]*": not a queue name[^\n]+\n\z/, output)
+        end
+        assert_empty store.paused_queues
       end
 
       it "refuses with one line and status 1: an unknown set or process, a missing argument, kill of dead" do
@@ -175,4 +201,16 @@ describe "jiggler admin commands on SQLite" do
   def store_env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => @path}
 
   def store_name = "SQLite #{@path}"
+
+  it "refuses with one line, creating nothing, when no store file exists at the path" do
+    missing = File.join(@dir, "none.sqlite3")
+    %w[status queues].each do |command|
+      process = ServerProcess.new(command, namespace: @namespace, env: {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => missing}).start
+      @servers << process
+      assert_equal 1, process.wait(timeout: 20), process.log
+      assert_equal "jiggler: no store file exists at #{missing} (sqlite_path or JIGGLER_SQLITE_PATH); " \
+        "point it at the file your servers use, or set REDIS_URL\n", process.log
+    end
+    refute File.exist?(missing), "the command created the file"
+  end
 end

@@ -7,6 +7,27 @@ require "jiggler/executor"
 describe Jiggler::Executor::Options do
   let(:options) { Jiggler::Executor::Options }
 
+  # What proco (junegunn/proco, with option_initializer) raises for each option: TypeError for a value not of the
+  # option's class (Numeric, Integer), ArgumentError for one out of range or outside a set of values (batch's true
+  # and false). Its logger takes anything; ours raises TypeError for what cannot log.
+  {
+    interval: {TypeError => [:str, "1", nil], ArgumentError => [-1]},
+    threads: {TypeError => [:str, 1.5, nil], ArgumentError => [0, -1]},
+    queues: {TypeError => [:str, 2.0], ArgumentError => [0]},
+    queue_size: {TypeError => [:str, "10"], ArgumentError => [0]},
+    batch_size: {TypeError => [:str, 1.5], ArgumentError => [0]},
+    batch: {ArgumentError => [:str, nil, 1, "true"]}
+  }.each do |option, errors|
+    it "raises proco's error class for a bad #{option}" do
+      errors.each do |error_class, values|
+        values.each do |value|
+          assert_raises(error_class, "#{option} #{value.inspect}") { Jiggler::Executor.public_send(option, value) }
+          assert_raises(error_class, "new(#{option}: #{value.inspect})") { Jiggler::Executor.new(option => value) }
+        end
+      end
+    end
+  end
+
   it "has proco's settings, with one queue and one thread by default" do
     expected = {threads: 1, queues: 1, queue_size: 1000, interval: 0, batch: false, batch_size: nil, logger: nil}
 
@@ -63,8 +84,8 @@ describe Jiggler::Executor::Options do
     assert_equal 0.5, Jiggler::Executor.interval(0.5).to_h[:interval]
   end
 
-  it "takes only true or false for batch" do
-    error = assert_raises(TypeError) { Jiggler::Executor.batch("yes") }
+  it "takes only true or false for batch: ArgumentError otherwise, as proco" do
+    error = assert_raises(ArgumentError) { Jiggler::Executor.batch("yes") }
 
     assert_equal 'executor batch must be true or false (got "yes")', error.message
     assert_nil Jiggler::Executor.batch(true).batch_size(nil).to_h[:batch_size]

@@ -58,6 +58,33 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
     wait_for(message: "the workers to be done") { workers.idle? }
   end
 
+  # When a job's slot of `key` expires (epoch seconds), nil when it holds none.
+  def slot_expiry(key, jid)
+    store = Jiggler.store
+    if store.is_a?(Jiggler::Store::SQLite)
+      store.with { |db| db.get_first_value("SELECT expires_at FROM limit_slots WHERE key = ? AND jid = ?", [key, jid]) }
+    else
+      store.with { |redis| redis.call("ZSCORE", store.keys.limit("slots", key), jid) }&.to_f
+    end
+  end
+
+  it "reads a raw payload's ttl of 1e400 as a year and its limit of 0 as 1: its slot expires, the job runs" do
+    {"forever" => %("limit":1,"ttl":1e400), "none" => %("limit":0,"ttl":60)}.each do |key, setting|
+      Jiggler.store.push("default", [%({"jid":"#{key}","name":"X","args":[],"limits":{"concurrency":{"key":"#{key}",#{setting}}}})])
+    end
+    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: true, store: -> { Jiggler.store })
+    in_reactor do
+      %w[forever none].each do |key|
+        fetched = fetch.first
+        job = Jiggler::Payload.load(fetched.payload)
+        assert gate.enter(fetched, job, job["limits"]), "#{key}: the job runs"
+        assert_operator slot_expiry(key, key), :<=, Time.now.to_f + 366 * 86_400, key
+        gate.leave(job)
+        assert_nil slot_expiry(key, key)
+      end
+    end
+  end
+
   it "never acknowledges a job it moved to wait for its slot, so the next delivery of that job stays in flight" do
     in_reactor do |task|
       fetcher, workers = pipeline(task)

@@ -116,6 +116,7 @@ describe "jiggler server signals" do
     status, took = signal_and_wait(server, "TERM", timeout: 10)
     assert_equal 0, status
     assert_operator took, :<, 5, "the second TERM should not wait for the 20 s timeout"
+    assert_match(/stopped: 2 jobs interrupted/, server.log)
     assert_equal originals, queue_entries.sort
     assert_empty in_flight_keys
     refute recorded.any? { |entry| entry.start_with?("done:") }

@@ -4,11 +4,16 @@ require "test_helper"
 require "tmpdir"
 require "jiggler/store/sqlite"
 require "support/web_session"
+require "support/raw_writes"
+require "support/promtool"
 
 # Every page renders whatever the store holds, on Redis and on SQLite: set entries scored ±Infinity (which a huge
 # attempt field once made), heartbeats whose fields have unexpected types, job fields of the wrong type, a filter that
 # is not UTF-8.
 module OddDataCases
+  include RawWrites
+  include Promtool
+
   PAGES = %w[/ /stats /busy /queues /scheduled /retries /dead].freeze
 
   def assert_pages_render(paths = PAGES)
@@ -60,6 +65,19 @@ module OddDataCases
         get "/busy"
         assert_equal 4, body.scan("<td><strong>").size, "the four readable processes"
         assert_includes body, "[&quot;Odd&quot;]", "a running job with odd fields still has its row"
+      end
+
+      it "shows a queue whose name is not UTF-8 on every page, in /stats and in /metrics" do
+        web_store.push("mail", [payload(queue: "mail")])
+        plant_queue(web_store, "bad\xFFq".b, payload(queue: "bad"))
+        assert_pages_render
+        get "/queues"
+        assert_includes body, "bad\uFFFDq"
+        get "/stats"
+        assert_equal ["bad\uFFFDq", "mail"], JSON.parse(body)["queues"].map { |queue| queue["name"] }
+        get "/metrics"
+        assert_equal 200, last_response.status
+        assert_valid_exposition(body)
       end
 
       it "answers a filter that is not UTF-8" do

@@ -1,35 +1,34 @@
 # frozen_string_literal: true
 
 require_relative "../../metrics/counts"
+require_relative "../../metrics/class_cap"
+require_relative "../../metrics/histogram"
+require_relative "script"
 
 module Jiggler
   module Store
     class Redis
       # Per-class job metrics: a hash per minute ("<class>|<field>" to a count, see Metrics::Counts) that expires after
-      # the retention, a sorted set naming those minutes, and one hash of totals that never expires. Servers add their counts with one pipelined round trip
-      # per heartbeat; the dashboard reads a period with one more.
+      # the retention, a sorted set naming those minutes, one hash of totals, and a sorted set of the classes tracked
+      # by when each last ran (at most Metrics::ClassCap::LIMIT; an idle class leaves the totals). Servers add their
+      # counts with one script run per heartbeat; the dashboard reads a period with one pipelined round trip.
       module Metrics
-        # Adds counts to a minute and to the totals.
+        ADD = Script.new("metrics")
+        CAP = Jiggler::Metrics::ClassCap
+        private_constant :ADD, :CAP
+
+        # Adds counts to a minute and to the totals, under Metrics::ClassCap's bounds.
         # @parameter minute [Integer] minutes since the epoch.
         # @parameter classes [Hash(String, Jiggler::Metrics::Counts)] by job class.
         # @parameter retention [Numeric] seconds the minute is kept after it ended.
         def add_metrics(minute, classes, retention:)
-          fields = classes.flat_map { |name, counts| counts.to_fields.map { |field, value| ["#{name}|#{field}", value] } }
-          return if fields.empty?
-          key = @keys.metrics(minute)
-          with do |redis|
-            redis.pipelined do |pipeline|
-              fields.each do |field, value|
-                pipeline.call("HINCRBY", key, field, value)
-                pipeline.call("HINCRBY", @keys.metrics("total"), field, value)
-              end
-              expires = minute * 60 + 60 + retention.ceil # kept `retention` seconds past its end
-              pipeline.call("EXPIREAT", key, expires)
-              # The minutes kept, by expiry, so that clear_all finds them without walking the keyspace.
-              pipeline.call("ZADD", @keys.metrics("minutes"), expires, key)
-              pipeline.call("ZREMRANGEBYSCORE", @keys.metrics("minutes"), "-inf", Time.now.to_i)
-            end
-          end
+          counted = classes.filter_map { |name, counts| metric_argv(name, counts) }
+          return if counted.empty?
+          now = Time.now.to_i
+          expires = minute * 60 + 60 + retention.ceil # kept `retention` seconds past its end
+          keys = [@keys.metrics(minute), @keys.metrics("total"), @keys.metrics("classes"), @keys.metrics("minutes")]
+          argv = [now, now - CAP::IDLE, CAP::LIMIT, CAP::OTHER, Jiggler::Metrics::Histogram::LAST, expires, *counted.flatten]
+          with { |redis| ADD.call(redis, keys, argv) }
         end
 
         # Deletes all of the namespace's data (see Admin#clear_all), the metrics included.
@@ -37,7 +36,7 @@ module Jiggler
           super
           with do |redis|
             minutes = redis.call("ZRANGE", @keys.metrics("minutes"), 0, -1)
-            redis.call_v(["DEL", @keys.metrics("total"), @keys.metrics("minutes"), *minutes])
+            redis.call_v(["DEL", @keys.metrics("total"), @keys.metrics("minutes"), @keys.metrics("classes"), *minutes])
           end
         end
 
@@ -56,6 +55,12 @@ module Jiggler
         def metrics_totals = metric_classes(with { |redis| redis.call("HGETALL", @keys.metrics("total")) })
 
         private
+
+        # A class's part of the script's arguments: its name (OTHER past NAME_MAX), its field count, its fields.
+        def metric_argv(name, counts)
+          fields = counts.to_fields
+          [CAP.nameable?(name) ? name : CAP::OTHER, fields.size, *fields.flatten] unless fields.empty?
+        end
 
         def metric_classes(hash)
           hash.group_by { |field, _| field.rpartition("|").first }.to_h do |name, pairs|

@@ -1,31 +1,41 @@
 # frozen_string_literal: true
 
+require "set"
 require_relative "../../metrics/counts"
+require_relative "../../metrics/class_cap"
 
 module Jiggler
   module Store
     class SQLite
       # Per-class job metrics: one row per minute, class and field (see Metrics::Counts), added to in place, and the
-      # totals under minute 0. Servers add their counts in one transaction per heartbeat, which also drops the minutes
-      # past their retention.
+      # totals under minute 0, where each tracked class also has a "seen" row: when it last ran. At most
+      # Metrics::ClassCap::LIMIT classes are tracked; an idle one leaves the totals. Servers add their counts in one
+      # transaction per heartbeat, which also drops the minutes past their retention.
       module Metrics
         TOTAL = 0
+        SEEN = "seen"
+        CAP = Jiggler::Metrics::ClassCap
         ADD = "INSERT INTO metrics (minute, class, field, value) VALUES (?, ?, ?, ?) " \
           "ON CONFLICT (minute, class, field) DO UPDATE SET value = value + excluded.value"
-        private_constant :TOTAL, :ADD
+        MARK = "INSERT INTO metrics (minute, class, field, value) VALUES (#{TOTAL}, ?, '#{SEEN}', ?) " \
+          "ON CONFLICT (minute, class, field) DO UPDATE SET value = excluded.value"
+        private_constant :TOTAL, :SEEN, :CAP, :ADD, :MARK
 
-        # Adds counts to a minute and to the totals.
+        # Adds counts to a minute and to the totals, under Metrics::ClassCap's bounds.
         # @parameter minute [Integer] minutes since the epoch.
         # @parameter classes [Hash(String, Jiggler::Metrics::Counts)] by job class.
         # @parameter retention [Numeric] seconds the minute is kept after it ended.
         def add_metrics(minute, classes, retention:)
+          now = Time.now.to_i
           write do |queue_db|
             db = queue_db.db
+            tracked = tracked_classes(db, now)
             classes.each do |name, counts|
+              name = tracked_name(db, tracked, name, now)
               counts.to_fields.each { |field, value| [minute, TOTAL].each { |at| db.execute(ADD, [at, name, field, value]) } }
             end
             # Minutes are kept `retention` seconds past their end, as on Redis: the last one gone ended that long ago.
-            db.execute("DELETE FROM metrics WHERE minute > ? AND minute <= ?", [TOTAL, (Time.now.to_i - 60 - retention.ceil).div(60)])
+            db.execute("DELETE FROM metrics WHERE minute > ? AND minute <= ?", [TOTAL, (now - 60 - retention.ceil).div(60)])
           end
         end
 
@@ -49,6 +59,22 @@ module Jiggler
         end
 
         private
+
+        # Drops the classes idle for ClassCap::IDLE from the totals. @returns [Set(String)] the classes still tracked.
+        def tracked_classes(db, now)
+          idle = "SELECT class FROM metrics WHERE minute = #{TOTAL} AND field = '#{SEEN}' AND value < ?"
+          db.execute("DELETE FROM metrics WHERE minute = #{TOTAL} AND class IN (#{idle})", [now - CAP::IDLE])
+          db.execute("SELECT class FROM metrics WHERE minute = #{TOTAL} AND field = '#{SEEN}'").flatten.to_set
+        end
+
+        # The name a class's runs are counted under: its own when it is tracked or fits, else ClassCap::OTHER.
+        def tracked_name(db, tracked, name, now)
+          fits = CAP.nameable?(name) && (tracked.include?(name) || tracked.size < CAP::LIMIT)
+          return CAP::OTHER unless fits
+          tracked << name
+          db.execute(MARK, [name, now])
+          name
+        end
 
         def metric_classes(rows)
           rows.group_by { |row| row[1] }.to_h { |name, class_rows| [name, Jiggler::Metrics::Counts.from_fields(class_rows.map { |row| row.last(2) })] }
