@@ -56,6 +56,13 @@ class TestAdapterTest < ActiveSupport::TestCase
     assert_empty Jiggler::Testing.jobs
   end
 
+  test "a retry_on retry keeps the error it is retried for and its attempt on the payload" do
+    FlakyJob.perform_now("r1")
+    retry_job = Jiggler::Testing.jobs_for("FlakyJob").last
+    assert_equal ["FlakyJob::Hiccup", "run 1 failed", 1], retry_job.values_at("error_class", "error_message", "attempt")
+    assert_enqueued_with(job: FlakyJob, args: ["r1"])
+  end
+
   test "with testing disabled, the test adapter works alone" do
     Jiggler::Testing.disable! { DepositJob.perform_later(account, amount: 1) }
     assert_enqueued_jobs 1
