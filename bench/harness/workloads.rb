@@ -4,6 +4,9 @@ module Bench
   # Parses the options, prepares Redis, the bundles and the jobs files, and runs every selected workload.
   class Workloads
     ALL = %w[noop enqueue latency sqlite http file cpu idle activejob].freeze
+    # What runs without --workloads: activejob needs the Rails test bundle (gemfiles/rails_7_2.gemfile), so it is asked
+    # for by name.
+    DEFAULT = (ALL - %w[activejob]).freeze
     KINDS = {"jiggler" => :ours, "sidekiq" => :sidekiq, "jiggler010" => :jiggler010}.freeze
     FULL = {noop: 100_000, http: 1_000, http_wide: 10_000, file: 50_000, cpu: 100, idle: 60, latency: 200,
             bulk: 100_000, single: 10_000, sqlite_noop: 100_000, activejob: 50_000}.freeze
@@ -12,7 +15,7 @@ module Bench
     LATENCY_GAP = 0.02
 
     def initialize(argv)
-      @options = {quick: false, yjit: false, only: KINDS.keys, workloads: ALL}
+      @options = {quick: false, yjit: false, only: KINDS.keys, workloads: DEFAULT}
       OptionParser.new do |opts|
         opts.banner = "Usage: bin/bench [--quick] [--yjit] [--only jiggler,sidekiq,jiggler010] [--workloads #{ALL.join(",")}]"
         opts.on("--quick", "small counts, no install: a smoke run of the harness (figures not meaningful)") { @options[:quick] = true }
