@@ -15,8 +15,13 @@ module Bench
       # 0.1.0 allows async ~> 2.3 and async-io ~> 1.34, but newer async dropped what async-io loads (async/wrapper):
       # pin the releases of its time.
       jiggler010: %(gem "jiggler", "0.1.0"\ngem "async", "~> 2.3.0"\ngem "async-io", "~> 1.34.0"\ngem "async-pool", "~> 0.3.0"\ngem "debug", ">= 1.0" # its cli.rb requires "debug"\n),
-      profile: %(gemspec path: #{ROOT.dump}\ngem "stackprof", "~> 0.2"\n)
+      profile: %(gemspec path: #{ROOT.dump}\ngem "stackprof", "~> 0.2"\n),
+      # The Rails 7.2 test bundle plus stackprof, for `--profile --workloads activejob`.
+      profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n)
     }.freeze
+    # The Rails app the activejob workload's servers load, and its bundle.
+    RAILS_APP = File.join(ROOT, "bench", "rails_app")
+    RAILS_GEMFILE = File.join(ROOT, "gemfiles", "rails_7_2.gemfile")
     # Variables of the harness's own environment that must not reach a processor: bundler's and YJIT's.
     LEAKY = /\A(BUNDLE_|BUNDLER_|RUBYOPT\z|RUBYLIB\z|GEM_HOME\z|GEM_PATH\z|RUBY_YJIT_ENABLE\z|REDIS_URL\z|JIGGLER_)/
 
@@ -35,6 +40,7 @@ module Bench
       case @kind
       when :ours then "Jiggler #{OURS_VERSION}#{" -p #{@processes}" if @processes}"
       when :bare then "Bare Async loop"
+      when :rails then "Jiggler #{OURS_VERSION} (Rails app)"
       when :sidekiq then "Sidekiq #{gem_version("sidekiq")}"
       else "Jiggler 0.1.0 #{@mode.tr("_", "-")}"
       end
@@ -42,18 +48,21 @@ module Bench
 
     def ours? = @kind == :ours
 
+    # Ours inside bench/rails_app, on the Rails 7.2 bundle (the activejob workload).
+    def rails? = @kind == :rails
+
     def bare? = @kind == :bare
 
     # Whether the isolated bundle is installed (no network: `bundle check` only reads the lockfile and gems).
     def installed?
-      return true if ours? || bare?
+      return true if ours? || bare? || rails?
       File.exist?(lockfile) && system(bundle_env, "bundle", "check", out: File::NULL, err: File::NULL)
     end
 
     # Installs the isolated bundle.
     # @returns [Boolean] success.
     def install(log)
-      return true if ours? || bare?
+      return true if ours? || bare? || rails?
       self.class.install_bundle(bundle_key, log)
     end
 
@@ -77,23 +86,29 @@ module Bench
         [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s,
           *(["-p", @processes.to_s] if @processes)]
       when :bare then [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "bare_loop.rb"), jobs_file, concurrency.to_s]
+      when :rails then [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", RAILS_APP, "-c", concurrency.to_s]
       when :sidekiq then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", jobs_file, "-c", concurrency.to_s, "-q", "default"]
       else [RbConfig.ruby, "-rbundler/setup", executable("jiggler", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s]
       end
     end
 
     # The command that runs the agent (enqueues) in this processor's bundle.
+    # (In the Rails app, the agent loads the app, whose initializer loads the jobs file.)
     def agent_command(jobs_file, *args)
-      [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "agent.rb"), jobs_file, *args.map(&:to_s)]
+      loaded = rails? ? File.join(RAILS_APP, "config", "environment.rb") : jobs_file
+      [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "agent.rb"), loaded, *args.map(&:to_s)]
     end
 
     def bundle_env
       return {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")} if ours? || bare?
+      return {"BUNDLE_GEMFILE" => RAILS_GEMFILE, "RAILS_ENV" => "production"} if rails?
       self.class.bundle_env_for(bundle_key)
     end
 
     def self.bundle_env_for(key)
       dir = File.join(BUNDLES, key.to_s)
+      # The Rails bundle's gems are installed already: only stackprof is added (no private copy of Rails to build).
+      return {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")} if key == :profile_rails
       {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "BUNDLE_PATH" => File.join(dir, "gems"), "BUNDLE_APP_CONFIG" => File.join(dir, ".bundle")}
     end
 

@@ -5,10 +5,14 @@
 # isolated tmp/bench-bundles/profile bundle (our gemspec plus stackprof), with REDIS_URL, BENCH_DIR and BENCH_JOBS set.
 #
 #   ruby -rbundler/setup bench/harness/profile.rb JOBS_FILE [CONCURRENCY [JOB_CLASS ARGS_JSON]]  # default BenchNoopJob []
+#
+# With `--workloads activejob`, JOBS_FILE is bench/rails_app/config/environment.rb (in the profile_rails bundle:
+# the Rails 7.2 test bundle plus stackprof) and JOB_CLASS BenchNoopActiveJob (BENCH_PROFILE_JOB=BenchNoopJob for the
+# native noop in the same app).
 require "stackprof"
+require File.expand_path(ARGV.fetch(0)) # first: a Rails app must load Rails before jiggler, for its railtie
 require "jiggler"
 require "jiggler/server/launcher"
-require File.expand_path(ARGV.fetch(0))
 
 jobs = Integer(ENV.fetch("BENCH_JOBS"))
 concurrency = Integer(ARGV.fetch(1, "10"))
@@ -17,7 +21,7 @@ Jiggler.logger.level = Logger::WARN
 Jiggler.configure { |config| config[:concurrency] = concurrency }
 job = Object.const_get(ARGV.fetch(2, "BenchNoopJob"))
 args = JSON.parse(ARGV.fetch(3, "[]"))
-job.enqueue_bulk(Array.new(jobs) { args })
+BenchClient.bulk(job, Array.new(jobs) { args })
 
 gc_before = GC.stat
 cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)

@@ -5,20 +5,23 @@ module Bench
   class Workloads
     include LiveWorkloads
 
-    ALL = %w[noop enqueue latency sqlite http file cpu idle http-idle stream long-p2].freeze
+    ALL = %w[noop enqueue latency sqlite http file cpu idle http-idle stream long-p2 activejob].freeze
+    # What runs without --workloads: activejob needs the Rails test bundle (gemfiles/rails_7_2.gemfile), so it is asked
+    # for by name.
+    DEFAULT = (ALL - %w[activejob]).freeze
     KINDS = {"jiggler" => :ours, "sidekiq" => :sidekiq, "jiggler010" => :jiggler010}.freeze
     FULL = {noop: 100_000, http: 1_000, http_wide: 10_000, file: 50_000, cpu: 100, idle: 60, latency: 200,
-            bulk: 100_000, single: 10_000, sqlite_noop: 100_000,
+            bulk: 100_000, single: 10_000, sqlite_noop: 100_000, activejob: 50_000,
             http_idle: 1_000, http_idle_wide: 10_000, stream_rates: [1_000, 5_000, 10_000],
             stream_seconds: 3, long_jobs: 40, long_seconds: 3}.freeze
     QUICK = {noop: 2_000, http: 50, http_wide: 200, file: 500, cpu: 5, idle: 2, latency: 20,
-             bulk: 2_000, single: 200, sqlite_noop: 1_000,
+             bulk: 2_000, single: 200, sqlite_noop: 1_000, activejob: 1_000,
              http_idle: 100, http_idle_wide: 200, stream_rates: [500], stream_seconds: 0.4,
              long_jobs: 40, long_seconds: 0.3}.freeze
     LATENCY_GAP = 0.02
 
     def initialize(argv)
-      @options = {quick: false, yjit: false, only: KINDS.keys, workloads: ALL}
+      @options = {quick: false, yjit: false, only: KINDS.keys, workloads: DEFAULT}
       OptionParser.new do |opts|
         opts.banner = "Usage: bin/bench [--quick] [--yjit] [--only jiggler,sidekiq,jiggler010] [--workloads #{ALL.join(",")}]"
         opts.on("--quick", "small counts, no install: a smoke run of the harness (figures not meaningful)") { @options[:quick] = true }
@@ -55,7 +58,7 @@ module Bench
       @report.labels = @processors.map(&:label).uniq.join(", ")
       puts "jiggler bench#{" --quick (small counts: checks the harness, figures not meaningful)" if @options[:quick]}"
       puts "Machine: #{@report.machine}", "Ruby: #{RUBY_DESCRIPTION}, YJIT #{@options[:yjit] ? "on" : "off"}", "Redis: #{@redis.version}"
-      @jobs_files = @processors.map(&:kind).uniq.to_h { |kind| [kind, JobsSource.write(kind, @work)] }
+      @jobs_files = (@processors.map(&:kind) + [:rails]).uniq.to_h { |kind| [kind, JobsSource.write(kind, @work)] }
       return profile if @options[:profile]
       @options[:workloads].each { |name| send(name.tr("-", "_")) }
       puts "", "Results: #{results}"
@@ -104,7 +107,8 @@ module Bench
 
     # Runs bench/harness/profile.rb in the isolated profile bundle (our gemspec plus stackprof).
     def profile
-      key = :profile
+      rails = @options[:workloads] == ["activejob"]
+      key = rails ? :profile_rails : :profile
       env = Processor.bundle_env_for(key)
       unless File.exist?(Processor.lockfile(key)) && system(env, "bundle", "check", out: File::NULL)
         puts "installing the profile bundle (our gemspec + stackprof) into tmp/bench-bundles/profile"
@@ -119,7 +123,13 @@ module Bench
         start_http_server
         job = ["BenchHttpJob", ["http://127.0.0.1:#{@http_port}/hello"].to_json]
       end
-      output = IO.popen(environment, [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "profile.rb"), @jobs_files.fetch(:ours), concurrency, *job], err: [:child, :out], &:read)
+      loaded = @jobs_files.fetch(:ours)
+      if rails # the Active Job noop in bench/rails_app, which loads the jobs file
+        environment = environment.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(:rails), "RAILS_ENV" => "production")
+        loaded = File.join(Processor::RAILS_APP, "config", "environment.rb")
+        job = [ENV.fetch("BENCH_PROFILE_JOB", "BenchNoopActiveJob"), "[]"]
+      end
+      output = IO.popen(environment, [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "profile.rb"), loaded, concurrency, *job], err: [:child, :out], &:read)
       puts output
       abort "bin/bench: the profile run failed" unless $?.success?
       FileUtils.mkdir_p(File.dirname(path))
@@ -187,6 +197,34 @@ module Bench
       plan = sidekiq_and_ours.product(@options[:quick] ? [10] : [5, 10]).sort_by { |_, concurrency| concurrency }
       rows = timed(concurrencies(plan), "BenchFibJob", jobs, [25].to_json)
       @report.throughput("cpu", "CPU: #{Report.count(jobs)} jobs of fib(25)", rows)
+    end
+
+    # Active Job beside native jobs, in one run, on each store (concurrency 10): the native noop without Rails, then
+    # inside bench/rails_app the native noop (adding the Rails executor) and the Active Job noop (adding the adapter's
+    # payload, the wrapper and Active Job's execution). The note gives each step's cost per job, after boot.
+    def activejob
+      return if ours.empty?
+      jobs = @counts[:activejob]
+      rails = Processor.new(:rails)
+      plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
+      [false, true].each do |sqlite|
+        rows = plan.map { |processor, klass, kind| timed_one(processor, 10, klass, jobs, "[]", sqlite: sqlite, label: kind) }
+        store = sqlite ? "SQLite" : "Redis"
+        @report.throughput("activejob", "Active Job: #{Report.count(jobs)} noop jobs enqueued before timing (#{store})", rows,
+          note: activejob_note(rows))
+      end
+    end
+
+    # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x).
+    # The server's CPU time per job (boot included) is given too: on a busy machine it moves less than wall time.
+    def activejob_note(rows)
+      plain, executor, active_job = rows.map { |row| 1e6 / row.run_rate }
+      cpu = rows.map { |row| row.cpu / 100 * row.seconds * 1e6 / row.jobs }
+      ratio = rows[2].run_rate / rows[0].run_rate
+      format("Per job, after boot: native %.1f µs; the Rails app (executor) +%.1f µs; Active Job (adapter, wrapper, " \
+        "execution) +%.1f µs more. Server CPU per job (boot included): %.0f, %.0f, %.0f µs. Active Job %.0f jobs/s vs " \
+        "native %.0f = %.2fx (target >= 0.5x: %s).", plain, executor - plain, active_job - executor, *cpu,
+        rows[2].run_rate, rows[0].run_rate, ratio, (ratio >= 0.5) ? "met" : "NOT met")
     end
 
     def enqueue
@@ -305,8 +343,9 @@ module Bench
     end
 
     # Enqueues `jobs` jobs, then times a server from its spawn to the last job finished.
-    def timed_one(processor, concurrency, klass, jobs, args, sqlite: false)
+    def timed_one(processor, concurrency, klass, jobs, args, sqlite: false, label: nil)
       env = sqlite ? sqlite_env : {"REDIS_URL" => @redis.url}
+      env = env.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(:rails)) if processor.rails?
       sqlite ? FileUtils.rm_f(Dir["#{env["JIGGLER_SQLITE_PATH"]}*"]) : flush
       FileUtils.rm_f(File.join(@work, "appends.txt"))
       agent(processor, "bulk", klass, jobs, args, env: env) unless processor.bare?
@@ -314,7 +353,8 @@ module Bench
         env: env.merge("BENCH_JOBS" => jobs.to_s).merge(yjit_env)).start
       begin
         finished = measure.wait_for("finished", [120, jobs / 50].max)
-        row = Report::Row.new(label: processor.label + (sqlite ? " (SQLite)" : ""), concurrency: concurrency, jobs: jobs,
+        name = [processor.label, label].compact.join(" ") + (sqlite ? " (SQLite)" : "")
+        row = Report::Row.new(label: name, concurrency: concurrency, jobs: jobs,
           seconds: finished - measure.spawned, booted: measure.first_job - measure.spawned, start_rss: measure.start_rss, finish_rss: measure.rss)
         row.cpu = measure.cpu / row.seconds * 100
         puts format("  %-32s c%-5d %8d jobs %8.2f s %9.0f jobs/s", row.label, concurrency, jobs, row.seconds, row.rate)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "securerandom"
+require "time"
 require_relative "payload"
 require_relative "config"
 require_relative "job/options"
@@ -14,6 +15,10 @@ module Jiggler
   #     args: [42, {"format" => "pdf"}]
   #     queue: reports
   #     schedule: every day at 3am Europe/Paris   # or a cron line: "0 3 * * * Europe/Paris"
+  #
+  # The class may be an Active Job class: its job then runs as Active Job runs one, with `args` read as Active Job's
+  # serialized arguments (a record as `{"_aj_globalid" => "gid://app/Account/1"}`), its queue from `queue_as` unless
+  # the task sets one, and its `jiggler_options` applied.
   #
   # The schedule is read by fugit: a cron line (with an optional seconds field and time zone) or an English phrase.
   # Without a zone, times are the server's local time (TZ). A tick is the epoch second a schedule fires at.
@@ -100,7 +105,7 @@ module Jiggler
     # @returns [Hash(String, Object)]
     # @raises [Config::InvalidError] when the class's key for its lock or limit fails on the task's arguments.
     def job_settings(options)
-      settings = options.slice(:queue, :retries, :retry_queue).compact.transform_keys(&:to_s)
+      settings = options.slice(:queue, :retries, :retry_queue, :wrapper).compact.transform_keys(&:to_s)
       settings["limits"] = LimitedJob.field(@job, @args, options) if options[:concurrency] || options[:rate]
       if (unique = options[:unique])
         settings["unique"] = {"lock" => UniqueJob.lock_key(@job, @args, unique), "until" => unique[:until].to_s, "ttl" => unique[:ttl]}
@@ -129,12 +134,22 @@ module Jiggler
       fields["unique"] = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
       fields["enqueued_at"] = now
       fields["recurring"] = {"task" => @name, "tick" => tick}
+      active_job(fields, settings["wrapper"], now) if settings["wrapper"]
       fields
     end
 
     def check_name
       readable = @name.valid_encoding? && NAME.match?(@name) && !@name.strip.empty?
       invalid!("has a name the dashboard cannot show or address: write #{NAME_RULE}") unless readable
+    end
+
+    # An Active Job class's job (its options name the wrapper): run by the wrapper as Active Job runs a job, with
+    # the task's arguments as the serialized arguments (so `{"_aj_globalid" => "gid://app/Account/1"}` is a record).
+    def active_job(fields, wrapper, now)
+      fields["wrapper"] = wrapper
+      fields["active_job"] = {"job_class" => @job, "job_id" => SecureRandom.uuid, "queue_name" => fields["queue"],
+                              "executions" => 0, "exception_executions" => {},
+                              "enqueued_at" => ::Time.at(now).utc.iso8601(9)}
     end
 
     def check_keys(settings)

@@ -4,6 +4,8 @@ require_relative "../jiggler"
 require_relative "testing/capture"
 require_relative "testing/runner"
 require_relative "testing/job_methods"
+# In a Rails app, Active Job's test adapter feeds these modes too (loaded after the app, as a test helper is).
+require_relative "testing/active_job_mirror" if defined?(::ActiveJob::QueueAdapters)
 
 module Jiggler
   # Modes for test suites, loaded with `require "jiggler/testing"` (which turns on the fake mode):

@@ -57,7 +57,8 @@ module Jiggler
       jobs.map do |job|
         at = job.delete("at")
         job["enqueued_at"] = now unless at
-        lock = lock_key(job["name"], job["args"], unique)
+        # A job may come with its lock (an Active Job job's key reads its arguments before serialization).
+        lock = job.dig("unique", "lock") || lock_key(job["name"], job["args"], unique)
         job["unique"] = {"lock" => lock, "until" => unique[:until].to_s}
         next job["jid"] if store.enqueue_unique(lock, job["jid"], unique[:ttl], queue: job["queue"], payload: Payload.dump(job), at: at)
         raise ConflictError, "#{job["name"]} is already enqueued with lock #{lock}" if unique[:on_conflict] == :raise

@@ -44,6 +44,18 @@ describe Jiggler::RecurringTask do
     assert_equal "mail", enqueued(task(queue: "mail"), {"queue" => "low", "retries" => 2}, nil)["queue"]
   end
 
+  it "writes an Active Job class's job for its wrapper, with the task's arguments as Active Job's, a fresh job_id each" do
+    wrapper = "ActiveJob::QueueAdapters::JigglerAdapter::JobWrapper"
+    record = {"_aj_globalid" => "gid://app/Account/1"}
+    aj = task(args: [record])
+    settings = JSON.parse(JSON.generate(aj.job_settings({queue: "flow", retries: 0, wrapper: wrapper})))
+    [60, 120].each { |tick| assert aj.enqueue(store, settings, tick, middleware: Jiggler::Middleware::Chain.new) }
+    first, second = store.queue_entries("flow").map { |entry| Jiggler::Payload.load(entry) }
+    assert_equal [wrapper, "TickJob", [record], "flow", 0], first.values_at("wrapper", "name", "args", "queue", "retries")
+    assert_equal ["TickJob", "flow", 0, {}], first["active_job"].values_at("job_class", "queue_name", "executions", "exception_executions")
+    refute_equal first["active_job"]["job_id"], second["active_job"]["job_id"]
+  end
+
   it "works out once the limits and the lock its class's options give its fixed arguments, as a client would" do
     options = Jiggler::Job::Options.merge(Jiggler::Job::Options::DEFAULTS, {
       unique: {until: :started, key: ->(account, _) { account }}, concurrency: {limit: 2, key: ->(account, _) { account }}, rate: {limit: 5}

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-require "securerandom"
 require "active_job"
 require "jiggler"
+require "jiggler/rails/job_payload"
 
 module ActiveJob
   module QueueAdapters
@@ -43,19 +43,29 @@ module ActiveJob
       end
 
       # Enqueues a job to run now.
-      def enqueue(job) = enqueue_all([job])
+      # @raises [EnqueueError] when it was not written: its unique lock is taken, or a client middleware stopped it.
+      def enqueue(job) = enqueue_one(job, scheduled_at(job))
 
       # Enqueues a job to run at `timestamp` (epoch seconds).
-      def enqueue_at(job, timestamp) = push([job], [timestamp.to_f])
+      # @raises [EnqueueError] as `enqueue` does.
+      def enqueue_at(job, timestamp) = enqueue_one(job, timestamp.to_f)
 
-      # Enqueues many jobs in one round trip per queue (`perform_all_later`).
+      # Enqueues many jobs in one round trip per queue (`perform_all_later`); those not written (a unique lock taken,
+      # a middleware's refusal) are marked not successfully enqueued.
       # @returns [Integer] how many were enqueued.
       def enqueue_all(jobs) = push(jobs, jobs.map { |job| scheduled_at(job) })
 
       private
 
+      def enqueue_one(job, at)
+        return if push([job], [at]) == 1
+        raise EnqueueError, "#{job.class.name} was not enqueued: its unique lock is taken, or a client middleware " \
+          "stopped it"
+      end
+
       def push(jobs, times)
-        jids = Jiggler.client.push_jobs(jobs.each_with_index.map { |job, index| payload(job, times[index]) })
+        payloads = jobs.each_with_index.map { |job, index| Jiggler::Rails::JobPayload.build(job, times[index]) }
+        jids = write(jobs, payloads)
         jobs.each_with_index do |job, index|
           job.provider_job_id = jids[index]
           job.successfully_enqueued = !jids[index].nil? if job.respond_to?(:successfully_enqueued=)
@@ -63,18 +73,16 @@ module ActiveJob
         jids.compact.size
       end
 
-      # The jiggler payload of a job; its queue name and serialized arguments are checked as any jiggler job's.
-      # @raises [ArgumentError] naming the problem.
-      def payload(job, at)
-        data = job.serialize
-        name = data.fetch("job_class")
-        Jiggler::Job::Options.check(:queue, job.queue_name.to_s)
-        Jiggler::Payload.check_args!(name, data["arguments"])
-        payload = {"jid" => SecureRandom.hex(12), "name" => name, "args" => data.delete("arguments"),
-                   "queue" => job.queue_name.to_s, "retries" => 0, "created_at" => Time.now.to_f,
-                   "wrapper" => JobWrapper.name, "active_job" => data}
-        payload["at"] = at if at
-        payload
+      # Writes the payloads in one call, or one per unique class, whose options take each job's lock.
+      # @returns [Array(String | Nil)] the ids, in order; nil for a job not written.
+      def write(jobs, payloads)
+        groups = payloads.each_index.group_by { |index| Jiggler::Rails::JobPayload.client_options(jobs[index]) }
+        jids = []
+        groups.each do |options, indexes|
+          written = Jiggler.client.push_jobs(payloads.values_at(*indexes), batch: options)
+          indexes.each_with_index { |index, position| jids[index] = written[position] }
+        end
+        jids
       end
 
       # When the job is to run, in epoch seconds, or nil for now (Rails 7.1 keeps the Time aside from scheduled_at).
@@ -85,3 +93,6 @@ module ActiveJob
     end
   end
 end
+
+# Every Active Job class may set `jiggler_options` (unique:, concurrency:, rate:), whatever adapter it runs on.
+ActiveSupport.on_load(:active_job) { extend Jiggler::Rails::JobOptions }

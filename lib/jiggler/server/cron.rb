@@ -46,13 +46,16 @@ module Jiggler
         @periodic = Periodic.new("cron", interval: interval, logger: logger, closing: @store, sooner: true) { tick }
       end
 
-      # The options of a task's job class, when it is loaded (it should be, on a server); the defaults otherwise.
+      # The options of a task's job class, when it is loaded (it should be, on a server); the defaults otherwise. An
+      # Active Job class gives its queue, its `jiggler_options` and the wrapper that runs it.
       # @raises [Config::InvalidError] when the class is loaded but is not a job.
       def self.job_options(task)
         job_class = Object.const_get(task.job) if Object.const_defined?(task.job)
         return Job::Options::DEFAULTS unless job_class
         return job_class.job_options if job_class.respond_to?(:job_options)
-        raise Config::InvalidError, "recurring task #{task.name.inspect} has class #{task.job}, which does not include Jiggler::Job"
+        return job_class.jiggler_recurring_options if job_class.respond_to?(:jiggler_recurring_options)
+        raise Config::InvalidError, "recurring task #{task.name.inspect} has class #{task.job}, which is neither a " \
+          "Jiggler::Job nor an Active Job class"
       end
 
       # Records the tasks for the dashboard, then starts the loop.

@@ -11,12 +11,14 @@ module Jiggler
       TIME_TOLERANCE = 1.0
 
       # @parameter job_class [Class | String] the job class or its name.
-      # @parameter args [Array | Nil] the arguments, compared as the job will receive them (after JSON).
+      # @parameter args [Array | Nil] the arguments, compared as the job will receive them (after JSON; an Active Job
+      #   class's as Active Job serializes them, a record by its GlobalID).
       # @parameter queue [String | Symbol | Nil]
       # @parameter at [Time | Numeric | Nil] when the job is to run (Time or epoch seconds).
       def initialize(job_class, args: nil, queue: nil, at: nil)
         @name = job_class.to_s
-        @args = args && Payload.load(Payload.dump({"jid" => "", "name" => @name, "args" => args}))["args"]
+        @active_job = defined?(ActiveJobMirror) && ActiveJobMirror.active_job?(job_class)
+        @args = args && expected(args)
         @queue = queue&.to_s
         @at = at&.to_f
       end
@@ -45,8 +47,16 @@ module Jiggler
 
       private
 
+      # An Active Job class's arguments are compared as Active Job serializes them (a record by its GlobalID).
+      def expected(args)
+        return ActiveJobMirror.expected(args) if @active_job
+        Payload.load(Payload.dump({"jid" => "", "name" => @name, "args" => args}))["args"]
+      end
+
+      def arguments(job) = @active_job ? ActiveJobMirror.comparable(job["args"]) : job["args"]
+
       def match?(job)
-        (@args.nil? || job["args"] == @args) && (@queue.nil? || job["queue"] == @queue) &&
+        (@args.nil? || arguments(job) == @args) && (@queue.nil? || job["queue"] == @queue) &&
           (@at.nil? || (job["at"] && (job["at"] - @at).abs <= TIME_TOLERANCE))
       end
 

@@ -16,3 +16,6 @@ if ENV["APP_EVENTS"]
     end
   end.new)
 end
+
+# The recurring test's server reads config/recurring.yml; the others run no recurring task.
+Jiggler.configure { |config| config[:recurring_file] = ENV["APP_RECURRING"] } if ENV["APP_RECURRING"]
