@@ -217,6 +217,23 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
     assert_empty dead_jobs.select { |job| jids.include?(job["jid"]) }
   end
 
+  it "runs no class but an Active Job class through the wrapper, and no job in another's place" do
+    server
+    wrapper = ActiveJob::QueueAdapters::JigglerAdapter::JobWrapper.name
+    forged = [
+      {"name" => "Tempfile", "wrapper" => wrapper, "args" => [], "active_job" => {"job_class" => "Tempfile"}},
+      {"name" => "DepositJob", "wrapper" => "LedgerJob", "args" => ["forged"]}
+    ].map { |fields| fields.merge("jid" => SecureRandom.hex(12), "queue" => "default", "retries" => 0) }
+    Jiggler.store.push("default", forged.map { |fields| JSON.generate(fields) })
+    dead = wait_for(timeout: 15, message: "the forged jobs in the dead set\n#{server.log[-3000..]}") do
+      jobs = dead_jobs.select { |job| forged.any? { |fields| fields["jid"] == job["jid"] } }
+      jobs if jobs.size == 2
+    end
+    assert_equal ["LedgerJob is not a job wrapper", "Tempfile is not an Active Job class"],
+      dead.map { |job| job["error_message"] }.sort
+    refute Event.exists?(kind: "ledger", note: "forged"), "LedgerJob ran in DepositJob's place"
+  end
+
   it "logs the start and end of each job as JSON lines with its fields, where the app logs to standard output" do
     development = RailsApp.development_server
     jid = LedgerJob.with_options(queue: "dev").enqueue("json")

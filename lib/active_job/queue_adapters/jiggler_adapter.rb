@@ -19,6 +19,9 @@ module ActiveJob
       class JobWrapper
         include Jiggler::Job
 
+        # Marks a class that a payload's "wrapper" field may name: the server runs no other class in a job's place.
+        def self.jiggler_wrapper? = true
+
         # Runs the Active Job job stored in `job`, a jiggler payload.
         # @parameter job [Hash]
         # @raises [Jiggler::Server::Processor::UnknownJobError] when the job's class cannot be loaded here: the job
@@ -31,13 +34,15 @@ module ActiveJob
 
         private
 
-        # Loads the job's class (autoloaded where the app autoloads) before Active Job would fail on it.
+        # Loads the job's class (autoloaded where the app autoloads) before Active Job would fail on it, and makes
+        # sure it is an Active Job class: Active Job would call `new` on whatever class the payload names.
         def check_class(name)
-          return if name.is_a?(String) && ActiveSupport::Inflector.safe_constantize(name).is_a?(Class)
+          klass = ActiveSupport::Inflector.safe_constantize(name) if name.is_a?(String)
+          return if klass.is_a?(Class) && klass < Base
           require "jiggler/server/processor"
-          error = Jiggler::Server::Processor::UnknownJobError.new(
-            "unknown Active Job class #{name.inspect}: is it in the app this server runs?"
-          )
+          error_class = Jiggler::Server::Processor::UnknownJobError
+          raise error_class, "#{name} is not an Active Job class" if klass
+          error = error_class.new("unknown Active Job class #{name.inspect}: is it in the app this server runs?")
           raise error.extend(Jiggler::Server::Failure::UnknownClass) # retried with backoff, whatever its retries
         end
       end

@@ -98,6 +98,7 @@ module Jiggler
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
         klass, method, arity, ttl = @classes[name] ||= resolve(name)
+        wrapper!(klass) if job["wrapper"]
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
@@ -261,6 +262,12 @@ module Jiggler
         method = klass.job_options[:batch_size] ? :perform_batch : :perform
         raise UnknownJobError, "#{name} has no #{method} method" unless klass.method_defined?(method)
         [klass, method, arity(klass.instance_method(method)), klass.job_options[:result_ttl]]
+      end
+
+      # A payload's "wrapper" runs the job in its class's place (Active Job's does): only a class that says it is one
+      # may, or a payload could run another job than the one it shows.
+      def wrapper!(klass)
+        raise UnknownJobError, "#{klass} is not a job wrapper" unless klass.respond_to?(:jiggler_wrapper?)
       end
 
       def constant(name)
