@@ -53,6 +53,8 @@ module ProcessorTest
 
     job_options result_ttl: 60
 
+    def self.jiggler_wrapper? = true
+
     def perform(job) = (job["args"] == [0]) ? raise(ArgumentError, "zero") : job["args"].first
   end
 
