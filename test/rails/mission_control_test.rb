@@ -143,8 +143,8 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
     end
     html = page("/workers")
     assert_includes html, "SlowJob"
-    worker = html[%r{#{app}/workers/(\h+)}, 1]
-    assert_includes page("/workers/#{worker}"), "SlowJob"
+    workers = html.scan(%r{#{app}/workers/(\h+)}).flatten.uniq # other tests' servers may be at work too
+    assert workers.any? { |worker| page("/workers/#{worker}").include?("SlowJob") }, "the worker's page shows the job"
   end
 
   it "discards a pending job and clears a queue" do

@@ -49,9 +49,11 @@ module Jiggler
         def job_data(job)
           data = active_job(job).empty? ? native(job) : active_job(job)
           data.merge(
+            "job_id" => data["job_id"] || job["jid"], # a page links each job by it: a payload without one still shows
             "arguments" => Array(job["args"]), "provider_job_id" => job["jid"],
             "executions" => data["executions"] || 0,
-            "enqueued_at" => data["enqueued_at"] || iso8601(job["enqueued_at"] || job["created_at"])
+            # Pages show when a job was enqueued; a payload that never says reads as the epoch rather than failing.
+            "enqueued_at" => data["enqueued_at"] || iso8601(job["enqueued_at"] || job["created_at"]) || iso8601(0)
           )
         end
 
@@ -76,7 +78,7 @@ module Jiggler
         end
 
         def failure(proxy, job)
-          proxy.failed_at = time(job["failed_at"])
+          proxy.failed_at = time(job["failed_at"] || job["died_at"]) || time(0) # pages show it: the epoch when unknown
           proxy.last_execution_error = ActiveJob::ExecutionError.new(
             error_class: job["error_class"], message: job["error_message"],
             backtrace: Array(job["error_backtrace"])
