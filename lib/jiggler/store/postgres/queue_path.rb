@@ -1,0 +1,116 @@
+# frozen_string_literal: true
+
+require_relative "../fetched"
+
+module Jiggler
+  module Store
+    class Postgres
+      # The queue path of the PostgreSQL store (see ../contract.md): a job is one row whose state says where it is,
+      # its id is the handle of a Fetched, and each move is one short transaction. A fetch is one call of the
+      # schema's `fetch` function: the acknowledged rows are deleted and counted, and queued rows claimed with
+      # SKIP LOCKED, in one round trip that commits at once.
+      module QueuePath
+        IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs WHERE owner = $1 AND state = 'in_flight' ORDER BY run_at, id"
+        private_constant :IN_FLIGHT
+
+        # Appends jobs to a queue, waking idle servers once committed.
+        def push(queue, payloads)
+          return if payloads.empty?
+          now = Time.now.to_f
+          write do
+            insert("queued", payloads.map { |payload| [queue, now, payload] })
+            announce("queues")
+          end
+        end
+
+        # Adds jobs to the scheduled set, announcing them when one is due sooner than every other.
+        # @parameter entries [Array([Float, String])] run-at time and payload.
+        def schedule(entries)
+          return if entries.empty?
+          write do
+            earliest = earliest_due
+            insert("scheduled", entries.map { |at, payload| [nil, at, payload] }) # the queue is known when due
+            announce("schedule") if earliest.nil? || entries.map(&:first).min < earliest
+          end
+        end
+
+        # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first; paused queues are
+        # skipped.
+        # @returns [Array(Fetched)] handles are row ids.
+        def fetch(process, queues, limit:, acks: [], reliable: true)
+          rows = with do
+            @db.query("SELECT f_id, f_queue, f_payload FROM @.fetch($1, $2::text[], $3, $4::bigint[], $5)",
+              [process, queues, limit, acks, reliable])
+          end
+          rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+        end
+
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # @parameter failures [Array(Failed)]
+        # @returns [Integer] how many moved (a job no longer in flight is skipped).
+        def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
+          write do
+            moved = failures.count { |failed| fail_one(process, failed, reliable) }
+            count("failures", moved) if moved.positive?
+            trim_dead(dead_cutoff, dead_max) if failures.any?(&:dead?)
+            moved
+          end
+        end
+
+        # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
+        # @parameter jobs [Array(Fetched) | Nil] each with the payload to push; nil: all the process holds.
+        def requeue(process, jobs = nil)
+          write do
+            jobs ||= in_flight(process)
+            moved = jobs.sum do |job|
+              @db.change("UPDATE @.jobs SET state = 'queued', owner = NULL, payload = coalesce($1, payload) " \
+                "WHERE id = $2 AND state = 'in_flight' AND owner = $3", [job.payload, job.handle, process])
+            end
+            announce("queues") if moved.positive?
+            moved
+          end
+        end
+
+        # The jobs a process holds in flight. @returns [Array(Fetched)]
+        def in_flight(process)
+          with { @db.query(IN_FLIGHT, [process]) }.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+        end
+
+        def in_flight_count(process)
+          with { @db.value("SELECT count(*) FROM @.jobs WHERE owner = $1 AND state = 'in_flight'", [process]) }
+        end
+
+        # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds.
+        def next_due = with { earliest_due }
+
+        # Moves due scheduled jobs and retries where the block says, and prunes what expired.
+        # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_due(now, &destination)
+          write do
+            due = @db.query("SELECT id, state, payload FROM @.jobs WHERE state IN ('scheduled', 'retry') " \
+              "AND run_at <= $1 ORDER BY run_at, id FOR UPDATE SKIP LOCKED", [now])
+            due.each { |id, state, payload| enqueue_one(id, state.to_sym, payload, now, &destination) }
+            announce("queues") if due.any?
+            prune(now)
+            due.size
+          end
+        end
+
+        private
+
+        def fail_one(process, failed, reliable)
+          values = [failed.set.to_s, failed.at, failed.payload]
+          return insert(values[0], [[failed.fetched.queue, failed.at, failed.payload]]).any? unless reliable
+          @db.change("UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
+            "WHERE id = $4 AND state = 'in_flight' AND owner = $5", [*values, failed.fetched.handle, process]) == 1
+        end
+
+        def trim_dead(cutoff, max)
+          @db.query("DELETE FROM @.jobs WHERE state = 'dead' AND (run_at < $1 OR id NOT IN " \
+            "(SELECT id FROM @.jobs WHERE state = 'dead' ORDER BY run_at DESC, id DESC LIMIT $2))", [cutoff, max])
+        end
+      end
+    end
+  end
+end
