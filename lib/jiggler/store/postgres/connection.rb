@@ -1,8 +1,15 @@
 # frozen_string_literal: true
 
-require "pg"
 require "connection_pool"
+require_relative "../../error"
 require_relative "../../config/redaction"
+
+begin
+  require "pg"
+rescue LoadError
+  raise Jiggler::Error, "the PostgreSQL store (database_url, JIGGLER_DATABASE_URL) needs the pg gem: " \
+    "add `gem \"pg\", \">= 1.3\"` to your Gemfile"
+end
 
 module Jiggler
   module Store
