@@ -17,3 +17,59 @@ describe Jiggler::Store::Postgres do
     PG.connect(PostgresServer.instance.url) { |db| db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE") }
   end
 end
+
+# Transactional enqueue: a job written through an application's connection exists if and only if its transaction
+# commits.
+describe "Jiggler::Store::Postgres on an application's connection" do
+  def setup
+    super
+    @app = PG.connect(PostgresServer.instance.url)
+    @app.exec("SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS orders (id bigint)")
+    @client = Jiggler::Store::Postgres.client_on(@app, namespace: @namespace)
+    @store = Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+    @store.ping
+  end
+
+  def teardown
+    @store.close
+    @app.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
+    @app.close
+    super
+  end
+
+  it "enqueues with the transaction that commits" do
+    jid = nil
+    @app.transaction do
+      @app.exec("INSERT INTO orders VALUES (1)")
+      jid = RecordJob.through(@client).enqueue(1)
+      assert_equal({}, @store.queue_sizes, "not seen before the commit")
+    end
+    assert_equal [jid], @store.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["jid"] }
+  end
+
+  it "leaves nothing when the transaction rolls back" do
+    assert_raises(ZeroDivisionError) do
+      @app.transaction do
+        RecordJob.through(@client).enqueue(1)
+        RecordJob.through(@client).enqueue_in(60, 2)
+        1 / 0
+      end
+    end
+    assert_equal({}, @store.queue_sizes)
+    assert_equal 0, @store.counts[:scheduled]
+  end
+
+  it "wakes idle servers only once the transaction commits" do
+    @store.wait_for_wake(0.05) # starts listening
+    @app.transaction do
+      RecordJob.through(@client).enqueue(1)
+      assert_nil @store.wait_for_wake(0.2), "no announcement before the commit"
+    end
+    assert_equal :queues, @store.wait_for_wake(5)
+  end
+
+  it "writes outside a transaction at once" do
+    RecordJob.through(@client).enqueue(1)
+    assert_equal({"default" => 1}, @store.queue_sizes)
+  end
+end

@@ -60,10 +60,7 @@ module Jiggler
         # A new connection of the store's own, outside the pool (the wake subscription's).
         # @returns [PG::Connection]
         def connect
-          connection = PG.connect(@url, **SETTINGS)
-          connection.type_map_for_results = RESULTS
-          connection.type_map_for_queries = QUERIES
-          connection
+          PG.connect(@url, **SETTINGS)
         rescue PG::Error => error
           raise ConnectionError, failure(error)
         end
@@ -87,7 +84,7 @@ module Jiggler
 
         # Runs one statement. @returns [Array(Array)] the rows, values decoded (numbers, booleans, text).
         def query(sql, params = [])
-          with { |connection| connection.exec_params(statement(sql), params.map { |value| exact(value) }).values }
+          with { |connection| execute(connection, sql, params).tap { |result| result.type_map = RESULTS }.values }
         end
 
         # Runs statements without parameters (the schema's).
@@ -98,7 +95,7 @@ module Jiggler
 
         # How many rows a statement changed. @returns [Integer]
         def change(sql, params = [])
-          with { |connection| connection.exec_params(statement(sql), params.map { |value| exact(value) }).cmd_tuples }
+          with { |connection| execute(connection, sql, params).cmd_tuples }
         end
 
         def close
@@ -107,11 +104,17 @@ module Jiggler
         end
 
         # A message about a failure that shows the URL without its password.
-        def failure(error) = Config::Redaction.text("#{Config::Redaction.url(@url)}: #{error.message.strip}")
+        def failure(error)
+          where = @url ? Config::Redaction.url(@url) : "an application's connection"
+          Config::Redaction.text("#{where}: #{error.message.strip}")
+        end
 
         private
 
-        def statement(sql) = @sql[sql] ||= sql.gsub("@.", @prefix)
+        # The type maps go with each statement, not the connection: an application's keeps its own.
+        def execute(connection, sql, params)
+          connection.exec_params(@sql[sql] ||= sql.gsub("@.", @prefix), params.map { |value| exact(value) }, 0, QUERIES)
+        end
 
         # Times are compared exactly (a set entry is found by its score): a Float is sent as Ruby writes it, the
         # shortest text that reads back as the same double, which pg's encoder does not promise.
