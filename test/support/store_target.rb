@@ -154,15 +154,17 @@ module StoreTarget
     def plant(store, set, score, payload)
       store.with do |db|
         db.exec_params("INSERT INTO #{schema}.jobs (state, queue, run_at, payload) VALUES ($1, 'default', $2, $3)",
-          [set.to_s, score.to_s, payload])
+          [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"]) # bytea, hex
       end
     end
 
     # One SELECT: one snapshot.
     def places(store)
       rows = store.with do |db|
-        db.exec_params("SELECT state, payload FROM #{schema}.jobs WHERE state = ANY($1::text[])",
-          [PG::TextEncoder::Array.new.encode(PLACES.keys)]).values
+        result = db.exec_params("SELECT state, payload FROM #{schema}.jobs WHERE state = ANY($1::text[])",
+          [PG::TextEncoder::Array.new.encode(PLACES.keys)])
+        result.type_map = Jiggler::Store::Postgres::Connection::RESULTS # payloads are bytea
+        result.values
       end
       rows.map { |state, payload| [PLACES.fetch(state), payload] }
     end

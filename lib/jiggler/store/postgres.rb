@@ -119,8 +119,8 @@ module Jiggler
         rows.each_slice(CHUNK).flat_map do |slice|
           queues, times, payloads = slice.transpose
           @db.query("INSERT INTO @.jobs (state, batch, queue, run_at, payload) SELECT $1, $2, q, t, p " \
-            "FROM unnest($3::text[], $4::float8[], $5::text[]) WITH ORDINALITY AS r(q, t, p, n) ORDER BY n " \
-            "RETURNING id", [state, batch, queues, times, payloads]).flatten
+            "FROM unnest($3::text[], $4::float8[], $5::bytea[]) WITH ORDINALITY AS r(q, t, p, n) ORDER BY n " \
+            "RETURNING id", [state, batch, queues, times, payloads.map { |payload| @db.bytes(payload) }]).flatten
         end
       end
 
@@ -138,7 +138,7 @@ module Jiggler
         destination = yield(from, payload)
         @db.query("UPDATE @.jobs SET state = $1, queue = $2, batch = $3, run_at = $4, payload = $5 WHERE id = $6",
           [destination.batch ? "batching" : "queued", destination.queue, destination.batch, now,
-            destination.payload, id])
+            @db.bytes(destination.payload), id])
       end
 
       # Expired results and signals nobody took are deleted; finished jobs left at their acknowledgement. The

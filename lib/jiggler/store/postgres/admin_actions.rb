@@ -10,7 +10,7 @@ module Jiggler
           "FOR UPDATE"
         # The locks held by the unique jobs that a clear deletes (each only if that job holds it).
         HELD_LOCKS = "DELETE FROM @.unique_locks WHERE (lock, jid) IN (SELECT @.json(payload) -> 'unique' ->> 'lock', " \
-          "@.json(payload) ->> 'jid' FROM @.jobs WHERE %s AND strpos(payload, '\"unique\"') > 0)"
+          "@.json(payload) ->> 'jid' FROM @.jobs WHERE %s AND position('\"unique\"'::bytea IN payload) > 0)"
         # Everything a clear_all deletes; recurring tasks keep the settings servers recorded, and the counters
         # nothing (listeners compare no counter here: announcements are notifications).
         CLEARED = %w[jobs processes paused_queues results unique_locks limit_slots limit_keys rate_starts rate_plan
@@ -50,7 +50,7 @@ module Jiggler
           write do
             entry_rows(set, entries).each do |id, payload|
               @db.query("UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 WHERE id = $3",
-                [now, yield(payload), id])
+                [now, @db.bytes(yield(payload)), id])
             end.size
           end
         end
@@ -60,7 +60,7 @@ module Jiggler
         def delete_queue_entry(name, payload)
           with do
             @db.change("DELETE FROM @.jobs WHERE id = (SELECT id FROM @.jobs WHERE state = 'queued' AND queue = $1 " \
-              "AND payload = $2 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)", [name, payload]) == 1
+              "AND payload = $2 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)", [name, @db.bytes(payload)]) == 1
           end
         end
 

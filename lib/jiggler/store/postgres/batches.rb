@@ -53,7 +53,7 @@ module Jiggler
           end
           rows.each do |id, item, _|
             next @db.query("DELETE FROM @.jobs WHERE id = $1", [id]) unless dead.key?(item)
-            @db.query("UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 WHERE id = $3", [now, dead[item], id])
+            @db.query("UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 WHERE id = $3", [now, @db.bytes(dead[item]), id])
           end
         end
       end

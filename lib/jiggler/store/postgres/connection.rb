@@ -28,11 +28,20 @@ module Jiggler
         SETTINGS = {connect_timeout: 5, options: "-c statement_timeout=15000 -c lock_timeout=10000 " \
           "-c idle_in_transaction_session_timeout=60000 -c client_min_messages=warning", application_name: "jiggler"}.freeze
         POOL_TIMEOUT = 10
+
+        # A payload sent as bytes (bytea), which a text parameter could not carry (a NUL, bytes that are not UTF-8).
+        Bytes = Struct.new(:string)
+
+        # Reads a bytea column (PostgreSQL's hex output) back as the String that was written, in UTF-8 as the other
+        # stores' payloads are.
+        class PayloadDecoder < PG::SimpleDecoder
+          def decode(text, _tuple = nil, _field = nil) = [text[2..]].pack("H*").force_encoding(Encoding::UTF_8)
+        end
         # Fixed type maps of the few types the store's tables use (built-in oids): PG's basic maps would read
         # pg_type on every new connection.
         RESULTS = PG::TypeMapByOid.new.tap do |map|
           {20 => PG::TextDecoder::Integer, 23 => PG::TextDecoder::Integer, 21 => PG::TextDecoder::Integer,
-           701 => PG::TextDecoder::Float, 16 => PG::TextDecoder::Boolean}.each do |oid, decoder|
+           701 => PG::TextDecoder::Float, 16 => PG::TextDecoder::Boolean, 17 => PayloadDecoder}.each do |oid, decoder|
             map.add_coder(decoder.new(oid: oid))
           end
         end
@@ -90,6 +99,9 @@ module Jiggler
         # Runs statements without parameters (the schema's).
         def run(sql) = with { |connection| connection.exec(sql.gsub("@.", @prefix)) }
 
+        # Marks a payload to be sent as bytes. @returns [Bytes | Nil]
+        def bytes(payload) = payload && Bytes.new(payload)
+
         # The first value of the first row. @returns [Object | Nil]
         def value(sql, params = []) = query(sql, params).first&.first
 
@@ -121,7 +133,8 @@ module Jiggler
         def exact(value)
           case value
           when Float then value.to_s
-          when Array then value.map { |item| item.is_a?(Float) ? item.to_s : item }
+          when Bytes then "\\x#{value.string.unpack1("H*")}"
+          when Array then value.map { |item| exact(item) }
           else value
           end
         end

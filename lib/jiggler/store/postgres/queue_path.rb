@@ -11,26 +11,35 @@ module Jiggler
       # SKIP LOCKED, in one round trip that commits at once.
       module QueuePath
         IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs WHERE owner = $1 AND state = 'in_flight' ORDER BY run_at, id"
-        private_constant :IN_FLIGHT
+        PUSH = "WITH added AS (INSERT INTO @.jobs (state, queue, run_at, payload) SELECT 'queued', $1, $2, p " \
+          "FROM unnest($3::bytea[]) WITH ORDINALITY AS r(p, n) ORDER BY n RETURNING 1) " \
+          "SELECT pg_notify($4, 'queues')::text WHERE EXISTS (SELECT 1 FROM added)"
+        # The earliest due time is read in the statement's snapshot, before its own rows; the queue is known when due.
+        SCHEDULE = "WITH earliest AS (SELECT min(run_at) AS at FROM @.jobs WHERE state IN ('scheduled', 'retry')), " \
+          "added AS (INSERT INTO @.jobs (state, run_at, payload) SELECT 'scheduled', t, p " \
+          "FROM unnest($1::float8[], $2::bytea[]) WITH ORDINALITY AS r(t, p, n) ORDER BY n RETURNING 1) " \
+          "SELECT pg_notify($3, 'schedule')::text FROM earliest WHERE earliest.at IS NULL OR $4 < earliest.at"
+        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE
 
-        # Appends jobs to a queue, waking idle servers once committed.
+        # Appends jobs to a queue, waking idle servers once committed: one statement (one round trip) for up to
+        # CHUNK jobs.
         def push(queue, payloads)
           return if payloads.empty?
           now = Time.now.to_f
+          return with { @db.query(PUSH, [queue, now, bytes(payloads), @channel]) } if payloads.size <= CHUNK
           write do
             insert("queued", payloads.map { |payload| [queue, now, payload] })
             announce("queues")
           end
         end
 
-        # Adds jobs to the scheduled set, announcing them when one is due sooner than every other.
+        # Adds jobs to the scheduled set, announcing them when one is due sooner than every other: one statement.
         # @parameter entries [Array([Float, String])] run-at time and payload.
         def schedule(entries)
           return if entries.empty?
-          write do
-            earliest = earliest_due
-            insert("scheduled", entries.map { |at, payload| [nil, at, payload] }) # the queue is known when due
-            announce("schedule") if earliest.nil? || entries.map(&:first).min < earliest
+          entries.each_slice(CHUNK) do |slice|
+            times, payloads = slice.transpose
+            with { @db.query(SCHEDULE, [times, bytes(payloads), @channel, times.min]) }
           end
         end
 
@@ -64,7 +73,7 @@ module Jiggler
             jobs ||= in_flight(process)
             moved = jobs.sum do |job|
               @db.change("UPDATE @.jobs SET state = 'queued', owner = NULL, payload = coalesce($1, payload) " \
-                "WHERE id = $2 AND state = 'in_flight' AND owner = $3", [job.payload, job.handle, process])
+                "WHERE id = $2 AND state = 'in_flight' AND owner = $3", [@db.bytes(job.payload), job.handle, process])
             end
             announce("queues") if moved.positive?
             moved
@@ -99,8 +108,10 @@ module Jiggler
 
         private
 
+        def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
+
         def fail_one(process, failed, reliable)
-          values = [failed.set.to_s, failed.at, failed.payload]
+          values = [failed.set.to_s, failed.at, @db.bytes(failed.payload)]
           return insert(values[0], [[failed.fetched.queue, failed.at, failed.payload]]).any? unless reliable
           @db.change("UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
             "WHERE id = $4 AND state = 'in_flight' AND owner = $5", [*values, failed.fetched.handle, process]) == 1

@@ -15,7 +15,7 @@ module Jiggler
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL, queue text, batch text,
-            run_at float8 NOT NULL, owner text, waiting_key text, payload text NOT NULL);
+            run_at float8 NOT NULL, owner text, waiting_key text, payload bytea NOT NULL);
           CREATE INDEX IF NOT EXISTS jobs_queued ON @.jobs (queue, run_at, id) WHERE state = 'queued';
           CREATE INDEX IF NOT EXISTS jobs_in_flight ON @.jobs (owner) WHERE state = 'in_flight';
           CREATE INDEX IF NOT EXISTS jobs_sets ON @.jobs (state, run_at, id)
@@ -41,10 +41,11 @@ module Jiggler
         SQL
 
         # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find entries by jid or class).
+        # Payloads are bytes (bytea): a store keeps whatever it is given, even bytes that are not UTF-8 text.
         JSON = <<~SQL
-          CREATE OR REPLACE FUNCTION @.json(payload text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+          CREATE OR REPLACE FUNCTION @.json(payload bytea) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
           BEGIN
-            RETURN payload::jsonb;
+            RETURN convert_from(payload, 'UTF8')::jsonb;
           EXCEPTION WHEN others THEN
             RETURN NULL;
           END $$;
@@ -54,7 +55,7 @@ module Jiggler
         # queues and rows other claims hold (SKIP LOCKED), oldest first: each queue's claim reads its partial index.
         FETCH = <<~SQL
           CREATE OR REPLACE FUNCTION @.fetch(process text, queues text[], wanted integer, acks bigint[],
-            reliable boolean) RETURNS TABLE (f_id bigint, f_queue text, f_payload text) LANGUAGE plpgsql AS $$
+            reliable boolean) RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea) LANGUAGE plpgsql AS $$
           DECLARE
             q text;
             taken integer;
