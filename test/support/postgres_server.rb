@@ -5,14 +5,16 @@ require "socket"
 require "tmpdir"
 require_relative "ports"
 
-# A private PostgreSQL cluster on a free loopback port: `initdb` in a temporary directory, then `pg_ctl start`, run
-# as the `postgres` user when the tests run as root (PostgreSQL refuses to run as root). `PostgresServer.instance`
-# is the suite's shared one, started on first use and stopped after the run; its database is `jiggler_test`, and
-# each test works in a schema of its own (the store's namespace).
+# A private PostgreSQL cluster on a free loopback port: `initdb` in a temporary directory, then
+# `pg_ctl start`, run as the `postgres` user when the tests run as root (PostgreSQL refuses to run
+# as root). `PostgresServer.instance` is the suite's shared one, started on first use and stopped
+# after the run; its database is `jiggler_test`, and each test works in a schema of its own (the
+# store's namespace).
 class PostgresServer
   DATABASE = "jiggler_test"
   # Durability is not what the tests check: a test cluster that fsyncs nothing runs them faster.
-  SETTINGS = %w[fsync=off synchronous_commit=off full_page_writes=off max_connections=400 log_min_messages=fatal].freeze
+  SETTINGS = %w[fsync=off synchronous_commit=off full_page_writes=off max_connections=400
+    log_min_messages=fatal].freeze
 
   attr_reader :port, :dir
 
@@ -30,7 +32,8 @@ class PostgresServer
   def start
     FileUtils.chown("postgres", nil, @dir) if root?
     run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-    options = ["-p #{@port}", "-h 127.0.0.1", "-k #{@dir}", *SETTINGS.map { |setting| "-c #{setting}" }].join(" ")
+    settings = SETTINGS.map { |setting| "-c #{setting}" }
+    options = ["-p #{@port}", "-h 127.0.0.1", "-k #{@dir}", *settings].join(" ")
     run("pg_ctl", "-D", data, "-l", log, "-o", options, "-w", "-t", "30", "start")
     run("createdb", "-h", "127.0.0.1", "-p", @port.to_s, "-U", "postgres", DATABASE)
     Minitest.after_run { stop } if defined?(Minitest)
@@ -38,7 +41,8 @@ class PostgresServer
   end
 
   def stop
-    run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") if File.exist?(File.join(data, "postmaster.pid"))
+    running = File.exist?(File.join(data, "postmaster.pid"))
+    run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") if running
     FileUtils.rm_rf(@dir)
   end
 
@@ -50,7 +54,8 @@ class PostgresServer
 
   def root? = Process.uid.zero?
 
-  # Runs a PostgreSQL program (as the postgres user when root), raising with its output when it fails.
+  # Runs a PostgreSQL program (as the postgres user when root), raising with its output when it
+  # fails.
   def run(program, *args)
     command = [binary(program), *args]
     command = ["runuser", "-u", "postgres", "--", *command] if root?
@@ -60,7 +65,7 @@ class PostgresServer
 
   # Debian keeps the server's programs out of PATH, in /usr/lib/postgresql/<version>/bin.
   def binary(program)
-    found = Dir["/usr/lib/postgresql/*/bin/#{program}"].max_by { |path| path[%r{postgresql/(\d+)}, 1].to_i }
-    found || program
+    found = Dir["/usr/lib/postgresql/*/bin/#{program}"]
+    found.max_by { |path| path[%r{postgresql/(\d+)}, 1].to_i } || program
   end
 end

@@ -153,8 +153,8 @@ module StoreTarget
 
     def plant(store, set, score, payload)
       store.with do |db|
-        db.exec_params("INSERT INTO #{schema}.jobs (state, queue, run_at, payload) VALUES ($1, 'default', $2, $3)",
-          [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"]) # bytea, hex
+        db.exec_params("INSERT INTO #{schema}.jobs (state, queue, run_at, payload) " \
+          "VALUES ($1, 'default', $2, $3)", [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"])
       end
     end
 

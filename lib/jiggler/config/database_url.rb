@@ -6,8 +6,8 @@ require_relative "redaction"
 
 module Jiggler
   class Config
-    # What `database_url` (and JIGGLER_DATABASE_URL) accepts: a postgres:// or postgresql:// URL without spaces, as
-    # libpq reads it. Refusals show the value only through Redaction.
+    # What `database_url` (and JIGGLER_DATABASE_URL) accepts: a postgres:// or postgresql:// URL
+    # without spaces, as libpq reads it. Refusals show the value only through Redaction.
     module DatabaseURL
       SCHEMES = "a postgres:// or postgresql:// URL"
       FORM = %r{\Apostgres(?:ql)?://[[:graph:]]*\z}

@@ -9,17 +9,20 @@ describe Jiggler::Store::Postgres do
   include StoreContract
 
   def build_store
-    Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace, pool_size: 4)
+    url = PostgresServer.instance.url
+    Jiggler::Store::Postgres.new(url: url, namespace: @namespace, pool_size: 4)
   end
 
   def teardown
     super
-    PG.connect(PostgresServer.instance.url) { |db| db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE") }
+    PG.connect(PostgresServer.instance.url) do |db|
+      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
+    end
   end
 end
 
-# Transactional enqueue: a job written through an application's connection exists if and only if its transaction
-# commits.
+# Transactional enqueue: a job written through an application's connection exists if and only if its
+# transaction commits.
 describe "Jiggler::Store::Postgres on an application's connection" do
   def setup
     super
@@ -44,7 +47,8 @@ describe "Jiggler::Store::Postgres on an application's connection" do
       jid = RecordJob.through(@client).enqueue(1)
       assert_equal({}, @store.queue_sizes, "not seen before the commit")
     end
-    assert_equal [jid], @store.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["jid"] }
+    jids = @store.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["jid"] }
+    assert_equal [jid], jids
   end
 
   it "leaves nothing when the transaction rolls back" do

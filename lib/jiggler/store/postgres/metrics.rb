@@ -5,9 +5,9 @@ require_relative "../../metrics/counts"
 module Jiggler
   module Store
     class Postgres
-      # Per-class job metrics: one row per minute, class and field (see Metrics::Counts), added to in place, and the
-      # totals under minute 0. Servers add their counts in one statement per heartbeat, and drop the minutes past
-      # their retention.
+      # Per-class job metrics: one row per minute, class and field (see Metrics::Counts), added to
+      # in place, and the totals under minute 0. Servers add their counts in one statement per
+      # heartbeat, and drop the minutes past their retention.
       module Metrics
         TOTAL = 0
         ADD = "INSERT INTO @.metrics AS m (minute, class, field, value) " \
@@ -22,7 +22,9 @@ module Jiggler
         # @parameter retention [Numeric] seconds the minute is kept after it ended.
         def add_metrics(minute, classes, retention:)
           rows = classes.flat_map do |name, counts|
-            counts.to_fields.flat_map { |field, value| [minute, TOTAL].map { |at| [at, name, field, value] } }
+            counts.to_fields.flat_map do |field, value|
+              [minute, TOTAL].map { |at| [at, name, field, value] }
+            end
           end
           write do
             @db.query(ADD, rows.transpose) if rows.any?
@@ -35,12 +37,17 @@ module Jiggler
         # The counts of each minute of a period, by class.
         # @returns [Hash(Integer, Hash(String, Jiggler::Metrics::Counts))] minutes with counts only.
         def metrics(first, last)
-          rows = with { @db.query("#{READ} WHERE minute BETWEEN $1 AND $2 AND minute > $3", [first, last, TOTAL]) }
-          rows.group_by(&:first).to_h { |minute, minute_rows| [minute, metric_classes(minute_rows)] }
+          rows = with do
+            @db.query("#{READ} WHERE minute BETWEEN $1 AND $2 AND minute > $3", [first, last, TOTAL])
+          end
+          rows.group_by(&:first).to_h { |minute, in_minute| [minute, metric_classes(in_minute)] }
         end
 
-        # The counts since the schema was made, by class. @returns [Hash(String, Jiggler::Metrics::Counts)]
-        def metrics_totals = metric_classes(with { @db.query("#{READ} WHERE minute = $1", [TOTAL]) })
+        # The counts since the schema was made, by class. @returns [Hash(String,
+        # Jiggler::Metrics::Counts)]
+        def metrics_totals
+          metric_classes(with { @db.query("#{READ} WHERE minute = $1", [TOTAL]) })
+        end
 
         private
 

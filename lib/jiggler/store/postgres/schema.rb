@@ -3,47 +3,62 @@
 module Jiggler
   module Store
     class Postgres
-      # The tables of a PostgreSQL store, made in its schema at first use (in one transaction, under a transaction
-      # advisory lock, so servers starting together make them once). A job is one row of `jobs` whose state says
-      # where it is (queued, in_flight with its owner, scheduled, retry, dead, batching, waiting); a finished job's
-      # row is deleted when it is acknowledged, so the table holds the work to do and the sets, nothing done.
+      # The tables of a PostgreSQL store, made in its schema at first use (in one transaction, under
+      # a transaction advisory lock, so servers starting together make them once). A job is one row
+      # of `jobs` whose state says where it is (queued, in_flight with its owner, scheduled, retry,
+      # dead, batching, waiting); a finished job's row is deleted when it is acknowledged, so the
+      # table holds the work to do and the sets, nothing done.
       #
-      # Each place has a partial index of its own, so a claim reads a few index pages of queued rows whatever else
-      # the table holds, and `fetch` is one function call: one round trip, one short transaction.
+      # Each place has a partial index of its own, so a claim reads a few index pages of queued rows
+      # whatever else the table holds, and `fetch` is one function call: one round trip, one short
+      # transaction.
       module Schema
         VERSION = 1
 
         TABLES = <<~SQL
-          CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL, queue text, batch text,
-            run_at float8 NOT NULL, owner text, waiting_key text, payload bytea NOT NULL);
-          CREATE INDEX IF NOT EXISTS jobs_queued ON @.jobs (queue, run_at, id) WHERE state = 'queued';
+          CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
+            queue text, batch text, run_at float8 NOT NULL, owner text, waiting_key text,
+            payload bytea NOT NULL);
+          CREATE INDEX IF NOT EXISTS jobs_queued ON @.jobs (queue, run_at, id)
+            WHERE state = 'queued';
           CREATE INDEX IF NOT EXISTS jobs_in_flight ON @.jobs (owner) WHERE state = 'in_flight';
           CREATE INDEX IF NOT EXISTS jobs_sets ON @.jobs (state, run_at, id)
             WHERE state IN ('scheduled', 'retry', 'dead');
-          CREATE INDEX IF NOT EXISTS jobs_batching ON @.jobs (queue, batch, run_at, id) WHERE state = 'batching';
-          CREATE INDEX IF NOT EXISTS jobs_waiting ON @.jobs (waiting_key, run_at, id) WHERE state = 'waiting';
+          CREATE INDEX IF NOT EXISTS jobs_batching ON @.jobs (queue, batch, run_at, id)
+            WHERE state = 'batching';
+          CREATE INDEX IF NOT EXISTS jobs_waiting ON @.jobs (waiting_key, run_at, id)
+            WHERE state = 'waiting';
           CREATE TABLE IF NOT EXISTS @.counters (name text PRIMARY KEY, value bigint NOT NULL);
-          CREATE TABLE IF NOT EXISTS @.processes (id text PRIMARY KEY, info text NOT NULL, expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.processes (id text PRIMARY KEY, info text NOT NULL,
+            expires_at float8 NOT NULL);
           CREATE TABLE IF NOT EXISTS @.paused_queues (queue text PRIMARY KEY);
-          CREATE TABLE IF NOT EXISTS @.results (jid text PRIMARY KEY, value text NOT NULL, expires_at float8 NOT NULL);
-          CREATE TABLE IF NOT EXISTS @.process_signals (id bigserial PRIMARY KEY, process text NOT NULL,
-            signal text NOT NULL, at float8 NOT NULL);
-          CREATE TABLE IF NOT EXISTS @.metrics (minute bigint, class text, field text, value bigint NOT NULL,
-            PRIMARY KEY (minute, class, field));
-          CREATE TABLE IF NOT EXISTS @.recurring_tasks (name text PRIMARY KEY, definition text, tick bigint,
-            last_run float8, disabled boolean NOT NULL DEFAULT false);
-          CREATE TABLE IF NOT EXISTS @.unique_locks (lock text PRIMARY KEY, jid text NOT NULL, expires_at float8 NOT NULL);
-          CREATE TABLE IF NOT EXISTS @.limit_slots (key text, jid text, expires_at float8 NOT NULL, PRIMARY KEY (key, jid));
-          CREATE TABLE IF NOT EXISTS @.limit_keys (key text PRIMARY KEY, max integer NOT NULL, ttl float8 NOT NULL);
-          CREATE TABLE IF NOT EXISTS @.rate_starts (key text, member text, at float8 NOT NULL, PRIMARY KEY (key, member));
-          CREATE TABLE IF NOT EXISTS @.rate_plan (key text, member text, at float8 NOT NULL, PRIMARY KEY (key, member));
+          CREATE TABLE IF NOT EXISTS @.results (jid text PRIMARY KEY, value text NOT NULL,
+            expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.process_signals (id bigserial PRIMARY KEY,
+            process text NOT NULL, signal text NOT NULL, at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.metrics (minute bigint, class text, field text,
+            value bigint NOT NULL, PRIMARY KEY (minute, class, field));
+          CREATE TABLE IF NOT EXISTS @.recurring_tasks (name text PRIMARY KEY, definition text,
+            tick bigint, last_run float8, disabled boolean NOT NULL DEFAULT false);
+          CREATE TABLE IF NOT EXISTS @.unique_locks (lock text PRIMARY KEY, jid text NOT NULL,
+            expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.limit_slots (key text, jid text, expires_at float8 NOT NULL,
+            PRIMARY KEY (key, jid));
+          CREATE TABLE IF NOT EXISTS @.limit_keys (key text PRIMARY KEY, max integer NOT NULL,
+            ttl float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.rate_starts (key text, member text, at float8 NOT NULL,
+            PRIMARY KEY (key, member));
+          CREATE TABLE IF NOT EXISTS @.rate_plan (key text, member text, at float8 NOT NULL,
+            PRIMARY KEY (key, member));
           CREATE TABLE IF NOT EXISTS @.schema_version (version integer NOT NULL);
         SQL
 
-        # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find entries by jid or class).
-        # Payloads are bytes (bytea): a store keeps whatever it is given, even bytes that are not UTF-8 text.
+        # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find
+        # entries by jid or class). Payloads are bytes (bytea): a store keeps whatever it is given,
+        # even bytes that are not UTF-8 text.
         JSON = <<~SQL
-          CREATE OR REPLACE FUNCTION @.json(payload bytea) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+          CREATE OR REPLACE FUNCTION @.json(payload bytea) RETURNS jsonb
+          LANGUAGE plpgsql IMMUTABLE AS $$
           BEGIN
             RETURN convert_from(payload, 'UTF8')::jsonb;
           EXCEPTION WHEN others THEN
@@ -51,18 +66,21 @@ module Jiggler
           END $$;
         SQL
 
-        # Acknowledges, then claims up to `wanted` queued jobs, queue by queue in priority order, skipping paused
-        # queues and rows other claims hold (SKIP LOCKED), oldest first: each queue's claim reads its partial index.
+        # Acknowledges, then claims up to `wanted` queued jobs, queue by queue in priority order,
+        # skipping paused queues and rows other claims hold (SKIP LOCKED), oldest first: each
+        # queue's claim reads its partial index.
         FETCH = <<~SQL
-          CREATE OR REPLACE FUNCTION @.fetch(process text, queues text[], wanted integer, acks bigint[],
-            reliable boolean) RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea) LANGUAGE plpgsql AS $$
+          CREATE OR REPLACE FUNCTION @.fetch(process text, queues text[], wanted integer,
+            acks bigint[], reliable boolean)
+          RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea) LANGUAGE plpgsql AS $$
           DECLARE
             q text;
             taken integer;
             acked integer := coalesce(cardinality(acks), 0);
           BEGIN
             IF acked > 0 AND reliable THEN
-              DELETE FROM @.jobs j WHERE j.id = ANY(acks) AND j.state = 'in_flight' AND j.owner = process;
+              DELETE FROM @.jobs j
+                WHERE j.id = ANY(acks) AND j.state = 'in_flight' AND j.owner = process;
               GET DIAGNOSTICS acked = ROW_COUNT;
             END IF;
             IF acked > 0 THEN
@@ -73,14 +91,16 @@ module Jiggler
               EXIT WHEN wanted <= 0;
               CONTINUE WHEN EXISTS (SELECT 1 FROM @.paused_queues p WHERE p.queue = q);
               IF reliable THEN
-                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j WHERE j.state = 'queued'
-                  AND j.queue = q ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
+                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
+                  WHERE j.state = 'queued' AND j.queue = q
+                  ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
                 moved AS (UPDATE @.jobs j SET state = 'in_flight', owner = process FROM picked
                   WHERE j.id = picked.id RETURNING j.id, j.queue, j.payload, picked.run_at)
                 SELECT m.id, m.queue, m.payload FROM moved m ORDER BY m.run_at, m.id;
               ELSE
-                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j WHERE j.state = 'queued'
-                  AND j.queue = q ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
+                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
+                  WHERE j.state = 'queued' AND j.queue = q
+                  ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
                 gone AS (DELETE FROM @.jobs j USING picked WHERE j.id = picked.id
                   RETURNING j.id, j.queue, j.payload, picked.run_at)
                 SELECT g.id, g.queue, g.payload FROM gone g ORDER BY g.run_at, g.id;
@@ -108,7 +128,8 @@ module Jiggler
         end
 
         def current?(db)
-          return false unless db.value("SELECT to_regclass($1) IS NOT NULL", ["#{PG::Connection.quote_ident(db.schema)}.schema_version"])
+          table = "#{PG::Connection.quote_ident(db.schema)}.schema_version"
+          return false unless db.value("SELECT to_regclass($1) IS NOT NULL", [table])
           db.value("SELECT max(version) FROM @.schema_version") == VERSION
         end
       end
