@@ -133,7 +133,8 @@ module Jiggler
         # A message about a failure that shows the URL without its password.
         def failure(error)
           where = @url ? Config::Redaction.url(@url) : "an application's connection"
-          Config::Redaction.text("#{where}: #{error.message.strip}")
+          # libpq's messages run over several lines; a log line is one.
+          Config::Redaction.text("#{where}: #{error.message.strip.gsub(/\s*\n\s*/, "; ")}")
         end
 
         private
