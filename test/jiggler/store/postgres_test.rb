@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "async"
 require "jiggler/store/postgres"
 require "support/store_contract"
 require "support/postgres_server"
@@ -17,6 +18,28 @@ describe Jiggler::Store::Postgres do
     super
     PG.connect(PostgresServer.instance.url) do |db|
       db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
+    end
+  end
+end
+
+# A fiber stopped while its statement runs (a shutdown's Async::Stop) leaves its connection busy.
+describe "Jiggler::Store::Postgres after a fiber stopped in a statement" do
+  def teardown
+    @store&.close
+    PG.connect(PostgresServer.instance.url) do |db|
+      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
+    end
+    super
+  end
+
+  it "lends its connection again, opened anew, to the next caller" do
+    @store = Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+    Sync do |task|
+      sleeper = task.async { @store.with { |connection| connection.exec("SELECT pg_sleep(5)") } }
+      task.sleep(0.2)
+      sleeper.stop
+      @store.push("default", ["{}"])
+      assert_equal({"default" => 1}, @store.queue_sizes)
     end
   end
 end

@@ -32,6 +32,7 @@ module Jiggler
             "-c idle_in_transaction_session_timeout=60000 -c client_min_messages=warning"
         }.freeze
         POOL_TIMEOUT = 10
+        ABANDONED = [PG::PQTRANS_ACTIVE, PG::PQTRANS_INERROR, PG::PQTRANS_UNKNOWN].freeze
 
         # A payload sent as bytes (bytea), which a text parameter could not carry (a NUL, bytes that
         # are not UTF-8).
@@ -159,9 +160,14 @@ module Jiggler
 
         def new_pool(size) = ConnectionPool.new(size: size, timeout: POOL_TIMEOUT) { connect }
 
-        # A connection the server closed (a restart, a failover) is opened again before it is lent.
+        # A connection the server closed (a restart, a failover), or that a stopped fiber left in the
+        # middle of a statement or in a failed transaction (Async::Stop at shutdown), is opened again
+        # before it is lent. One still in a transaction is lent as it is: a nested call of the fiber
+        # that opened it.
         def usable(connection)
-          connection.reset if connection.status != PG::CONNECTION_OK
+          broken = connection.status != PG::CONNECTION_OK ||
+            ABANDONED.include?(connection.transaction_status)
+          connection.reset if broken
           connection
         end
       end
