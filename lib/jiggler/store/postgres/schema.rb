@@ -13,7 +13,7 @@ module Jiggler
       # whatever else the table holds, and `fetch` is one function call: one round trip, one short
       # transaction.
       module Schema
-        VERSION = 1
+        VERSION = 4
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
@@ -111,6 +111,67 @@ module Jiggler
           END $$;
         SQL
 
+        # A rate limit's gate (Rates#acquire_rate) in one call, under the key's transaction advisory
+        # lock, on the database's clock: records a start when the budget allows ('run'), else makes the job a scheduled job due
+        # when it does ('wait', with the time), or finds it no longer in flight ('gone').
+        RATE = <<~SQL
+          CREATE OR REPLACE FUNCTION @.acquire_rate(lock_name text, rate_key text, quota integer,
+            period float8, jid text, process text, handle bigint, job bytea,
+            reliable boolean, channel text)
+          RETURNS TABLE (outcome text, due float8) LANGUAGE plpgsql AS $$
+          DECLARE
+            reservation text := 'r:' || jid;
+            waited float8;
+            earliest float8;
+            clock float8;
+            start_member text;
+          BEGIN
+            PERFORM pg_advisory_xact_lock(hashtextextended(lock_name, 0));
+            -- The time once the lock is held: a time read before waiting for it would record starts
+            -- out of order, and let a later caller forget a start that happened less than a period ago.
+            clock := extract(epoch FROM clock_timestamp());
+            start_member := jid || ':' || clock::text;
+            DELETE FROM @.rate_starts s WHERE s.key = rate_key AND s.at <= clock - period;
+            DELETE FROM @.rate_plan p WHERE p.key = rate_key AND p.at <= clock - 2 * period;
+            SELECT p.at INTO waited FROM @.rate_plan p
+              WHERE p.key = rate_key AND p.member = reservation;
+            IF (SELECT count(*) FROM @.rate_starts s WHERE s.key = rate_key) < quota THEN
+              DELETE FROM @.rate_plan p WHERE p.key = rate_key AND p.member = reservation;
+              -- Timed as late as the step can: a start recorded early lets the window forget it early.
+              clock := extract(epoch FROM clock_timestamp());
+              INSERT INTO @.rate_starts AS s (key, member, at) VALUES (rate_key, start_member, clock)
+                ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+              INSERT INTO @.rate_plan AS p (key, member, at) VALUES (rate_key, start_member, clock)
+                ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+              RETURN QUERY SELECT 'run'::text, clock;
+              RETURN;
+            END IF;
+            IF waited IS NOT NULL THEN
+              due := (SELECT min(s.at) FROM @.rate_starts s WHERE s.key = rate_key) + period;
+            ELSE
+              due := greatest(clock, coalesce((SELECT p.at FROM @.rate_plan p WHERE p.key = rate_key
+                ORDER BY p.at DESC LIMIT 1 OFFSET quota - 1), clock) + period);
+            END IF;
+            earliest := (SELECT min(j.run_at) FROM @.jobs j WHERE j.state IN ('scheduled', 'retry'));
+            IF reliable THEN
+              UPDATE @.jobs j SET state = 'scheduled', owner = NULL, queue = NULL, run_at = due
+                WHERE j.id = handle AND j.state = 'in_flight' AND j.owner = process;
+              IF NOT FOUND THEN
+                RETURN QUERY SELECT 'gone'::text, NULL::float8;
+                RETURN;
+              END IF;
+            ELSE
+              INSERT INTO @.jobs (state, run_at, payload) VALUES ('scheduled', due, job);
+            END IF;
+            IF earliest IS NULL OR due < earliest THEN
+              PERFORM pg_notify(channel, 'schedule');
+            END IF;
+            INSERT INTO @.rate_plan AS p (key, member, at) VALUES (rate_key, reservation, due)
+              ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+            RETURN QUERY SELECT 'wait'::text, due;
+          END $$;
+        SQL
+
         module_function
 
         # Makes the tables unless they exist at this version.
@@ -121,7 +182,7 @@ module Jiggler
             db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
             next if current?(db) # made meanwhile by another process
             db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-            [TABLES, JSON, FETCH].each { |sql| db.run(sql) }
+            [TABLES, JSON, FETCH, RATE].each { |sql| db.run(sql) }
             db.query("DELETE FROM @.schema_version")
             db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
           end
