@@ -35,7 +35,8 @@ module Jiggler
       config
     end
 
-    # Changes the client's settings only: client_concurrency, client_async, client_redis_pool, redis_url, namespace.
+    # Changes the client's settings only: client_concurrency, client_async, client_redis_pool, redis_url,
+    # database_url, namespace.
     # @raises [Config::InvalidError] for a server setting.
     def configure_client
       configure { |config| yield ClientSettings.new(config) }
@@ -90,10 +91,14 @@ module Jiggler
 
     private
 
-    # A Redis store's library (redis-client, which loads openssl: about 50 ms) loads when the app is configured for
-    # Redis, not at its first enqueue, which would otherwise wait for it.
+    # A Redis or PostgreSQL store's library (redis-client, which loads openssl: about 50 ms; pg) loads when the app
+    # is configured for that store, not at its first enqueue, which would otherwise wait for it.
     def load_store(config)
-      Store.const_get(:Redis) if config.redis? # through its autoload, which the Redis store's files also name
+      # Through their autoloads, which the stores' files also name.
+      case config.store_kind
+      when :redis then Store.const_get(:Redis)
+      when :postgres then Store.const_get(:Postgres)
+      end
     end
 
     def reset_client

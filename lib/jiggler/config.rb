@@ -19,6 +19,7 @@ module Jiggler
       client_async: false,
       client_redis_pool: nil,
       redis_url: nil,
+      database_url: nil,
       namespace: "jiggler",
       concurrency: 10,
       timeout: 25,
@@ -49,7 +50,7 @@ module Jiggler
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
-    CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url namespace].freeze
+    CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url database_url namespace].freeze
 
     # @parameter store [#call | Nil] returns the store the cleaner works on (`Jiggler.config` passes `Jiggler.store`).
     def initialize(store: nil)
@@ -134,8 +135,16 @@ module Jiggler
       @job_wrapper = wrapper
     end
 
-    # Whether jobs live in Redis (a URL is configured) rather than the embedded SQLite file.
-    def redis? = !self[:redis_url].nil?
+    # Where jobs live: PostgreSQL when `database_url` (JIGGLER_DATABASE_URL) is set, else Redis when `redis_url`
+    # (REDIS_URL) is, else the embedded SQLite file. The one place the store is chosen (see Store.build).
+    # @returns [Symbol] :postgres, :redis or :sqlite.
+    def store_kind
+      return :postgres if self[:database_url]
+      self[:redis_url] ? :redis : :sqlite
+    end
+
+    # Whether jobs live in Redis (see `store_kind`).
+    def redis? = store_kind == :redis
 
     # Whether a fetched job stays recorded in flight until it has run.
     def at_least_once?
@@ -171,6 +180,7 @@ module Jiggler
       case key
       when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
+      when :database_url then Rules.from_env(:database_url, "JIGGLER_DATABASE_URL")
       when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
       when :error_handlers, :death_handlers then @handlers[key]
       else DEFAULTS.fetch(key) { renamed(key) }

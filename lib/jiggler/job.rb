@@ -94,6 +94,12 @@ module Jiggler
       # @returns [Enqueuer]
       def with_options(**options) = Enqueuer.new(self, job_options).with_options(**options)
 
+      # An enqueuer that writes through another client than `Jiggler.client`: one on an application's database
+      # connection, say, so the job is written in that connection's transaction (README, "Transactional enqueue").
+      # @parameter client [Client]
+      # @returns [Enqueuer]
+      def through(client) = Enqueuer.new(self, job_options, client: client)
+
       # Enqueues one job. @returns [String] its id.
       def enqueue(*args) = Enqueuer.new(self, job_options).enqueue(*args)
 

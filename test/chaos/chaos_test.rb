@@ -18,6 +18,8 @@ require_relative "../fixtures/chaos_jobs"
 # Run it alone with `bundle exec rake test:chaos`; CHAOS_SEED=n replays the same choice of actions.
 StoreTarget.describe_each("jiggler under chaos") do
   before do
+    # The chaos actions (cut connections, stall the store) are written for Redis and SQLite only.
+    skip "no chaos actions for #{target_name} yet" unless Chaos::JOBS.key?(target_name)
     @started = Chaos.now
     @seed = Integer(ENV.fetch("CHAOS_SEED") { rand(100_000).to_s })
     @rng = Random.new(@seed)
@@ -36,6 +38,7 @@ StoreTarget.describe_each("jiggler under chaos") do
   end
 
   after do
+    next if skipped?
     unless passed?
       report(@statuses || {}) unless @reported
       diagnose

@@ -27,6 +27,8 @@ describe Jiggler::Config do
     environment: ["a non-empty String", ["", :production, 1]],
     require: ["a non-empty String", ["", :jobs, 1]],
     redis_url: ["redis://", ["localhost:6379", "http://localhost:6379", "", :local, 6379]],
+    database_url: ["a postgres:// or postgresql:// URL", ["localhost/app", "mysql://db/app", "postgres:", "",
+      "postgres://a b@db/app", :pg, 5432]],
     config_file: ["a non-empty String", ["", :jiggler, 1]],
     client_redis_pool: ["#acquire", [Object.new, "pool", 10]],
     queues: ["pairs", [[], nil, {"default" => 1}, 5, [""], ["has space"], ["a|b"], ["{x}"], [["a"]], [["a", 1, 2]],
@@ -96,6 +98,31 @@ describe Jiggler::Config do
       assert_includes error.message, %(config[:redis_url] must be a redis://, rediss://, unix:// or redis+sentinel:// URL (got a malformed URL (scheme "redis"; the rest not shown)))
     end
 
+    it "reads database_url from ENV['JIGGLER_DATABASE_URL'], checked like the setting, never showing its password" do
+      with_env("JIGGLER_DATABASE_URL" => "postgresql://app:pw-123@db.test/app") do
+        assert_equal "postgresql://app:pw-123@db.test/app", config[:database_url]
+      end
+      with_env("JIGGLER_DATABASE_URL" => "mysql://app:pw-123@db.test/app") do
+        error = assert_raises(Jiggler::Config::InvalidError) { config[:database_url] }
+        assert_equal "JIGGLER_DATABASE_URL must be a postgres:// or postgresql:// URL " \
+          "(got \"mysql://***@db.test/app\")", error.message
+      end
+      error = assert_raises(Jiggler::Config::InvalidError) { config[:database_url] = "postgres://u:pw-123@[::1" }
+      refute_includes error.message, "pw-123"
+    end
+
+    it "chooses PostgreSQL by database_url, before redis_url, else Redis, else SQLite" do
+      with_env("JIGGLER_DATABASE_URL" => nil) do
+        config[:redis_url] = "redis://localhost:6379/0"
+        assert_equal [:redis, true], [config.store_kind, config.redis?]
+        config[:database_url] = "postgres://localhost/app"
+        assert_equal [:postgres, false], [config.store_kind, config.redis?]
+        config[:database_url] = nil
+        config[:redis_url] = nil
+        assert_equal :sqlite, config.store_kind
+      end
+    end
+
     it "refuses an empty or in-memory JIGGLER_SQLITE_PATH, naming the variable" do
       ["", ":memory:"].each do |path|
         with_env("JIGGLER_SQLITE_PATH" => path) do
@@ -132,7 +159,7 @@ describe Jiggler::Config do
           assert_includes error.message, "config[:#{key}]"
           assert_includes error.message, allowed
         end
-        assert_unchanged(key) unless %i[redis_url environment sqlite_path].include?(key) # defaults read from ENV
+        assert_unchanged(key) unless %i[redis_url database_url environment sqlite_path].include?(key) # defaults read from ENV
       end
     end
 

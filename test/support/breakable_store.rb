@@ -10,10 +10,16 @@ require "jiggler/store/sqlite"
 # directory is moved away and a plain file put in its place, so that opening it fails (a directory would be created
 # again), then put back. The SQLite store holds its file open once it has it, so `break!` also closes the store.
 module BreakableStore
-  # @parameter name [String] "redis" or "sqlite".
-  # @parameter namespace [String] for Redis.
+  # @parameter name [String] "redis", "sqlite" or "postgres".
+  # @parameter namespace [String] for Redis (and PostgreSQL's schema).
   # @parameter dir [String] a directory of the test's own, for SQLite.
-  def self.build(name, namespace:, dir:) = (name == "redis") ? Redis.new(namespace) : SQLite.new(dir)
+  def self.build(name, namespace:, dir:)
+    case name
+    when "redis" then Redis.new(namespace)
+    when "postgres" then Postgres.new(namespace)
+    else SQLite.new(dir)
+    end
+  end
 
   class Redis
     def initialize(namespace)
@@ -60,5 +66,43 @@ module BreakableStore
     end
 
     def stop = @stores.each(&:close)
+  end
+
+  # On PostgreSQL, a database of its own in the suite's cluster: `break!` refuses new connections to it and ends
+  # those open (as a restart would), `repair!` lets them in again.
+  class Postgres
+    def initialize(namespace)
+      require "jiggler/store/postgres"
+      require_relative "postgres_server"
+      @database = "breakable_#{namespace.delete("^a-z0-9")}"
+      admin { |db| db.exec("CREATE DATABASE #{@database}") }
+      @config = Jiggler::Config.new.tap do |config|
+        config[:redis_url] = nil
+        config[:database_url] = PostgresServer.instance.url.sub(%r{/[^/]+\z}, "/#{@database}")
+        config[:namespace] = namespace
+      end
+      @stores = []
+    end
+
+    def store = Jiggler::Store.dedicated(@config).tap { |store| @stores << store }
+
+    def break!
+      admin do |db|
+        db.exec("ALTER DATABASE #{@database} ALLOW_CONNECTIONS false")
+        db.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '#{@database}'")
+      end
+    end
+
+    def repair! = admin { |db| db.exec("ALTER DATABASE #{@database} ALLOW_CONNECTIONS true") }
+
+    def stop
+      @stores.each(&:close)
+      repair!
+      admin { |db| db.exec("DROP DATABASE IF EXISTS #{@database} WITH (FORCE)") }
+    end
+
+    private
+
+    def admin(&block) = PG.connect(PostgresServer.instance.url, &block)
   end
 end

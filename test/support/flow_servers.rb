@@ -36,7 +36,22 @@ module FlowServers
 
   # The environment servers need to use the store of a block made by StoreTarget.describe_each, with this test's
   # client pointed at it. @returns [Hash]
-  def target_env = (target_name == "sqlite") ? sqlite_env : {}
+  def target_env
+    case target_name
+    when "sqlite" then sqlite_env
+    when "postgres" then postgres_env
+    else {}
+    end
+  end
+
+  # Points this test's client at the suite's PostgreSQL, in a schema named after the test's namespace.
+  # @returns [Hash] the environment servers need to use it.
+  def postgres_env
+    target = StoreTarget::Postgres.new(@namespace)
+    Jiggler.configure { |config| target.configure(config) }
+    Jiggler.client = Jiggler::Client.new(Jiggler::Store.client(Jiggler.config))
+    target.server_env
+  end
 
   # The store this test's client writes to (the test's Redis namespace, or its SQLite file once `target_env` said so).
   def target_store = @sqlite || store

@@ -4,20 +4,22 @@ require "tmpdir"
 require "fileutils"
 
 # The store a reliability test runs against, chosen as solid_queue chooses its database in CI (TARGET_DB): the
-# environment variable JIGGLER_TEST_STORES lists the stores to test, "redis,sqlite" by default, so that one run tests
-# both; `JIGGLER_TEST_STORES=sqlite` runs the shared suites on SQLite alone.
+# environment variable JIGGLER_TEST_STORES lists the stores to test, DEFAULT by default, so that one run tests
+# them all; `JIGGLER_TEST_STORES=sqlite` runs the shared suites on SQLite alone, and
+# `JIGGLER_TEST_STORES=postgres` on the suite's private PostgreSQL (support/postgres_server.rb).
 #
 # A suite written once with `StoreTarget.describe_each("title") { ... }` becomes one test class per store, named
 # "title on redis" and "title on sqlite". Servers choose their store as users' servers do: REDIS_URL set means Redis,
 # REDIS_URL unset means the SQLite file at JIGGLER_SQLITE_PATH.
 module StoreTarget
-  ALL = %w[redis sqlite].freeze
+  ALL = %w[redis sqlite postgres].freeze
+  DEFAULT = %w[redis sqlite].freeze
 
   module_function
 
   # The stores to test. @returns [Array(String)]
   def names
-    listed = ENV.fetch("JIGGLER_TEST_STORES", ALL.join(",")).split(",").map(&:strip)
+    listed = ENV.fetch("JIGGLER_TEST_STORES", DEFAULT.join(",")).split(",").map(&:strip)
     unknown = listed - ALL
     raise ArgumentError, "JIGGLER_TEST_STORES: unknown store #{unknown.join(", ")} (known: #{ALL.join(", ")})" if unknown.any?
     listed
@@ -33,11 +35,15 @@ module StoreTarget
     end
   end
 
-  # @parameter name [String] "redis" or "sqlite".
-  # @parameter namespace [String] the test's namespace (Redis).
+  # @parameter name [String] "redis", "sqlite" or "postgres".
+  # @parameter namespace [String] the test's namespace (Redis; PostgreSQL's schema).
   # @parameter dir [String] a directory of the test's own (SQLite puts its file there).
   def build(name, namespace:, dir:)
-    (name == "redis") ? Redis.new(namespace) : SQLite.new(File.join(dir, "jobs.sqlite3"))
+    case name
+    when "redis" then Redis.new(namespace)
+    when "postgres" then Postgres.new(namespace)
+    else SQLite.new(File.join(dir, "jobs.sqlite3"))
+    end
   end
 
   # The suite's shared redis-server, in the test's namespace.
@@ -122,5 +128,51 @@ module StoreTarget
     end
 
     def close = nil
+  end
+
+  # The suite's private PostgreSQL, in a schema named after the test's namespace. Servers keep REDIS_URL unset, as
+  # on SQLite, so nothing but JIGGLER_DATABASE_URL can choose their store.
+  class Postgres
+    PLACES = SQLite::PLACES
+
+    def initialize(namespace)
+      require "jiggler/store/postgres"
+      require_relative "postgres_server"
+      @namespace = namespace
+    end
+
+    def name = "postgres"
+
+    def server_env = {"REDIS_URL" => nil, "JIGGLER_DATABASE_URL" => PostgresServer.instance.url}
+
+    def configure(config)
+      config[:redis_url] = nil
+      config[:database_url] = PostgresServer.instance.url
+      config[:namespace] = @namespace
+    end
+
+    def plant(store, set, score, payload)
+      store.with do |db|
+        db.exec_params("INSERT INTO #{schema}.jobs (state, queue, run_at, payload) " \
+          "VALUES ($1, 'default', $2, $3)", [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"])
+      end
+    end
+
+    # One SELECT: one snapshot.
+    def places(store)
+      rows = store.with do |db|
+        result = db.exec_params("SELECT state, payload FROM #{schema}.jobs WHERE state = ANY($1::text[])",
+          [PG::TextEncoder::Array.new.encode(PLACES.keys)])
+        result.type_map = Jiggler::Store::Postgres::Connection::RESULTS # payloads are bytea
+        result.values
+      end
+      rows.map { |state, payload| [PLACES.fetch(state), payload] }
+    end
+
+    def close = nil
+
+    private
+
+    def schema = PG::Connection.quote_ident(@namespace)
   end
 end

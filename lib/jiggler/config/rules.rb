@@ -2,6 +2,7 @@
 
 require_relative "redaction"
 require_relative "redis_url"
+require_relative "database_url"
 require_relative "sqlite_path"
 
 module Jiggler
@@ -34,6 +35,7 @@ module Jiggler
         when :sqlite_path then SQLitePath.check(value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then RedisURL.check(value)
+        when :database_url then DatabaseURL.check(value)
         when :namespace then string(key, value)
         when :client_redis_pool then pool(key, value)
         when :queues then queues(value)

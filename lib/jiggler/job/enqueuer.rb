@@ -8,9 +8,11 @@ module Jiggler
     class Enqueuer
       attr_reader :options
 
-      def initialize(job_class, options)
+      # @parameter client [Client | Nil] the client to write through; nil: `Jiggler.client`, looked up at each enqueue.
+      def initialize(job_class, options, client: nil)
         @job_class = job_class
         @options = options
+        @client = client
       end
 
       # Returns a new enqueuer with more options applied on top of these.
@@ -21,7 +23,7 @@ module Jiggler
         unless fixed.empty?
           raise ArgumentError, "#{fixed.join(", ")} can only be set with job_options in #{@job_class}, not with_options"
         end
-        Enqueuer.new(@job_class, Options.merge(@options, options))
+        Enqueuer.new(@job_class, Options.merge(@options, options), client: @client)
       end
 
       # Enqueues one job now. @returns [String] its id.
@@ -59,7 +61,7 @@ module Jiggler
         end
         args_list.each_with_index { |args, index| Payload.check_args!(name, args, list: (args_list.size > 1) ? index : nil) }
         return [] if args_list.empty?
-        Jiggler.client.push(name, args_list, @options, at: at)
+        (@client || Jiggler.client).push(name, args_list, @options, at: at)
       end
 
       def finite?(number) = number.is_a?(Numeric) && number.to_f.finite?

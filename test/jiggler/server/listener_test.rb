@@ -41,8 +41,22 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
     end
   end
 
-  # Whether the listener subscribed (Redis); the SQLite listener reads the counters as it starts, before it yields.
-  def subscribed? = (target_name == "sqlite") || redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+  # Whether the listener subscribed (Redis, PostgreSQL); the SQLite listener reads the counters as it starts, before it yields.
+  def subscribed?
+    case target_name
+    when "sqlite" then true
+    when "postgres" then postgres_listening?
+    else redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+    end
+  end
+
+  # A session whose last statement was the LISTEN of this namespace's channel: a subscription, waiting.
+  def postgres_listening?
+    channel = "jiggler_#{Digest::SHA256.hexdigest(@namespace)[0, 24]}"
+    PG.connect(PostgresServer.instance.url) do |db|
+      db.exec_params("SELECT 1 FROM pg_stat_activity WHERE query = $1", ["LISTEN \"#{channel}\""]).ntuples.positive?
+    end
+  end
 
   it "wakes the fetcher when a job is pushed, and the scheduler when a job is scheduled sooner than the others" do
     listening do

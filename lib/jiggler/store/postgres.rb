@@ -1,0 +1,178 @@
+# frozen_string_literal: true
+
+require "digest"
+require_relative "../error"
+require_relative "../client"
+require_relative "connection_error"
+require_relative "fetched"
+require_relative "postgres/connection"
+require_relative "postgres/schema"
+require_relative "postgres/queue_path"
+require_relative "postgres/wake"
+require_relative "postgres/registry"
+require_relative "postgres/batches"
+require_relative "postgres/results"
+require_relative "postgres/admin"
+require_relative "postgres/admin_actions"
+require_relative "postgres/signals"
+require_relative "postgres/metrics"
+require_relative "postgres/recurrences"
+require_relative "postgres/uniqueness"
+require_relative "postgres/limits"
+require_relative "postgres/rates"
+
+module Jiggler
+  module Store
+    # The PostgreSQL store: the tables of one schema (named after the namespace) in the
+    # application's database. A job is one row whose state says where it is; every move is one short
+    # transaction (a fetch, one function call), committed at once: no row lock and no advisory lock
+    # is held while a job runs. Claims take queued rows with `FOR UPDATE SKIP LOCKED`, so servers
+    # never wait on one another's claims; idle servers are woken by LISTEN/NOTIFY on a connection of
+    # their own, and poll as well in case a notification was missed.
+    #
+    # It keeps the contract of contract.md, one role per module (QueuePath with Wake, Registry,
+    # Batches, Results, Admin, AdminActions, Signals, Metrics, Recurrences, Uniqueness, Limits,
+    # Rates). The roles share one explicit Connection (`@db`) and the writes below, and call one
+    # another's public methods, nothing private of one another.
+    class Postgres
+      # Raised when the database cannot be used.
+      class ConnectionError < Store::ConnectionError; end
+
+      include QueuePath
+      include Wake
+      include Registry
+      include Batches
+      include Results
+      include Admin
+      include AdminActions
+      include Signals
+      include Metrics
+      include Recurrences
+      include Uniqueness
+      include Limits
+      include Rates
+
+      CHUNK = 5000
+      SETS = %w[scheduled retry dead].freeze
+      COUNTERS = %w[processed failures].freeze
+      INSERT = "INSERT INTO @.jobs (state, batch, queue, run_at, payload) SELECT $1, $2, q, t, p " \
+        "FROM unnest($3::text[], $4::float8[], $5::bytea[]) WITH ORDINALITY AS r(q, t, p, n) " \
+        "ORDER BY n RETURNING id"
+      MOVE = "UPDATE @.jobs SET state = $1, queue = $2, batch = $3, run_at = $4, payload = $5 " \
+        "WHERE id = $6"
+      EARLIEST = "SELECT min(run_at) FROM @.jobs WHERE state IN ('scheduled', 'retry')"
+      private_constant :CHUNK, :INSERT, :MOVE, :EARLIEST
+
+      # A store that writes through an application's connection, inside its transaction when one is
+      # open: a job pushed so exists if and only if that transaction commits (README, "Transactional
+      # enqueue").
+      # @parameter connection [PG::Connection]
+      # @parameter namespace [String] the schema, as the servers' `namespace`.
+      # @returns [Postgres]
+      def self.on(connection, namespace: "jiggler")
+        new(url: nil, namespace: namespace, connection: connection)
+      end
+
+      # A client that writes jobs through an application's connection (see `on`), for `Job.through`:
+      #
+      #   client = Jiggler::Store::Postgres.client_on(connection)
+      #   connection.transaction do
+      #     connection.exec_params("INSERT INTO orders (id) VALUES ($1)", [42])
+      #     ReceiptJob.through(client).enqueue(42) # exists if and only if the order does
+      #   end
+      #
+      # @returns [Client]
+      def self.client_on(connection, namespace: "jiggler")
+        Client.new(on(connection, namespace: namespace))
+      end
+
+      # @parameter url [String] a postgres:// or postgresql:// URL.
+      # @parameter namespace [String] the schema its tables live in.
+      # @parameter pool_size [Integer] connections at most.
+      # @parameter done_retention [Numeric] seconds expired results and signals are kept before they
+      #   are pruned.
+      # @parameter connection [PG::Connection | Nil] see `on`.
+      def initialize(url:, namespace: "jiggler", pool_size: 1, done_retention: 3600,
+        connection: nil)
+        @db = Connection.new(url: url, schema: namespace, size: pool_size,
+          connection: connection)
+        @channel = "jiggler_#{Digest::SHA256.hexdigest(namespace)[0, 24]}"
+        @done_retention = done_retention
+      end
+
+      # A human name for logs, without the password.
+      def description
+        where = @db.url ? Config::Redaction.url(@db.url) : "(an application's connection)"
+        "PostgreSQL #{where}, schema #{@db.schema.inspect}"
+      end
+
+      # Connects, making the tables when needed; raises ConnectionError unless the database answers.
+      def ping = with { |connection| connection.exec("SELECT 1") }
+
+      # Closes the connections; the next call opens them again.
+      def close
+        @db.close
+        close_subscription
+      end
+
+      # Runs a block with a connection of the store's (the schema made), one caller at a time for
+      # each.
+      # @yields {|connection| ...} a PG::Connection.
+      def with(&block)
+        Schema.ensure(@db) unless @made
+        @made = true
+        @db.with(&block)
+      end
+
+      private
+
+      # A transaction on one connection, the schema made first.
+      def write(&block) = with { @db.transaction(&block) }
+
+      # Adds jobs in one state, CHUNK per statement, in order.
+      # @parameter rows [Array([String, Float, String])] queue, run-at time and payload of each.
+      # @returns [Array(Integer)] the new ids.
+      def insert(state, rows, batch: nil)
+        rows.each_slice(CHUNK).flat_map do |slice|
+          queues, times, payloads = slice.transpose
+          payloads = payloads.map { |payload| @db.bytes(payload) }
+          @db.query(INSERT, [state, batch, queues, times, payloads]).flatten
+        end
+      end
+
+      def count(name, amount)
+        @db.query("INSERT INTO @.counters AS c (name, value) VALUES ($1, $2) " \
+          "ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value", [name, amount])
+      end
+
+      # Wakes idle servers once the transaction commits (NOTIFY is sent at commit, and not on
+      # rollback).
+      # @parameter kind [String] "queues" or "schedule".
+      def announce(kind) = @db.query("SELECT 1 FROM pg_notify($1, $2)", [@channel, kind])
+
+      # Moves an entry of a set where the block says: to a queue's tail, or into a batch.
+      def enqueue_one(id, from, payload, now)
+        destination = yield(from, payload)
+        state = destination.batch ? "batching" : "queued"
+        @db.query(MOVE, [state, destination.queue, destination.batch, now,
+          @db.bytes(destination.payload), id])
+      end
+
+      # Expired results and signals nobody took are deleted; finished jobs left at their
+      # acknowledgement. The scheduler's check runs this.
+      def prune(now)
+        @db.query("DELETE FROM @.results WHERE expires_at <= $1", [now])
+        @db.query("DELETE FROM @.unique_locks WHERE expires_at <= $1", [now - @done_retention])
+      end
+
+      def set_state(set)
+        unless set.is_a?(Symbol) && SETS.include?(set.to_s)
+          raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}"
+        end
+        set.to_s
+      end
+
+      def earliest_due = @db.value(EARLIEST)
+    end
+  end
+end

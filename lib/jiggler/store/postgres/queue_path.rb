@@ -1,0 +1,146 @@
+# frozen_string_literal: true
+
+require_relative "../fetched"
+
+module Jiggler
+  module Store
+    class Postgres
+      # The queue path of the PostgreSQL store (see ../contract.md): a job is one row whose state
+      # says where it is, its id is the handle of a Fetched, and each move is one short transaction.
+      # A fetch is one call of the schema's `fetch` function: the acknowledged rows are deleted and
+      # counted, and queued rows claimed with SKIP LOCKED, in one round trip that commits at once.
+      module QueuePath
+        IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs WHERE owner = $1 AND state = 'in_flight' " \
+          "ORDER BY run_at, id"
+        PUSH = "WITH added AS (INSERT INTO @.jobs (state, queue, run_at, payload) " \
+          "SELECT 'queued', $1, $2, p FROM unnest($3::bytea[]) WITH ORDINALITY AS r(p, n) " \
+          "ORDER BY n RETURNING 1) " \
+          "SELECT pg_notify($4, 'queues')::text WHERE EXISTS (SELECT 1 FROM added)"
+        # The earliest due time is read in the statement's snapshot, before its own rows; the queue
+        # is known when due.
+        SCHEDULE = "WITH earliest AS (SELECT min(run_at) AS at FROM @.jobs " \
+          "WHERE state IN ('scheduled', 'retry')), " \
+          "added AS (INSERT INTO @.jobs (state, run_at, payload) SELECT 'scheduled', t, p " \
+          "FROM unnest($1::float8[], $2::bytea[]) WITH ORDINALITY AS r(t, p, n) " \
+          "ORDER BY n RETURNING 1) " \
+          "SELECT pg_notify($3, 'schedule')::text FROM earliest " \
+          "WHERE earliest.at IS NULL OR $4 < earliest.at"
+        FETCH = "SELECT f_id, f_queue, f_payload FROM @.fetch($1, $2::text[], $3, $4::bigint[], $5)"
+        REQUEUE = "UPDATE @.jobs SET state = 'queued', owner = NULL, payload = coalesce($1, payload) " \
+          "WHERE id = $2 AND state = 'in_flight' AND owner = $3"
+        FAIL = "UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
+          "WHERE id = $4 AND state = 'in_flight' AND owner = $5"
+        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL
+
+        # Appends jobs to a queue, waking idle servers once committed: one statement (one round
+        # trip) for up to CHUNK jobs.
+        def push(queue, payloads)
+          return if payloads.empty?
+          now = Time.now.to_f
+          if payloads.size <= CHUNK
+            return with { @db.query(PUSH, [queue, now, bytes(payloads), @channel]) }
+          end
+          write do
+            insert("queued", payloads.map { |payload| [queue, now, payload] })
+            announce("queues")
+          end
+        end
+
+        # Adds jobs to the scheduled set, announcing them when one is due sooner than every other:
+        # one statement.
+        # @parameter entries [Array([Float, String])] run-at time and payload.
+        def schedule(entries)
+          return if entries.empty?
+          entries.each_slice(CHUNK) do |slice|
+            times, payloads = slice.transpose
+            with { @db.query(SCHEDULE, [times, bytes(payloads), @channel, times.min]) }
+          end
+        end
+
+        # Acknowledges finished jobs and takes up to `limit` new ones, highest priority queue first;
+        # paused queues are skipped.
+        # @returns [Array(Fetched)] handles are row ids.
+        def fetch(process, queues, limit:, acks: [], reliable: true)
+          rows = with { @db.query(FETCH, [process, queues, limit, acks, reliable]) }
+          rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+        end
+
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # @parameter failures [Array(Failed)]
+        # @returns [Integer] how many moved (a job no longer in flight is skipped).
+        def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
+          write do
+            moved = failures.count { |failed| fail_one(process, failed, reliable) }
+            count("failures", moved) if moved.positive?
+            trim_dead(dead_cutoff, dead_max) if failures.any?(&:dead?)
+            moved
+          end
+        end
+
+        # Puts jobs a process holds in flight back at the head of their queues, each exactly once.
+        # @parameter jobs [Array(Fetched) | Nil] each with the payload to push; nil: all the process
+        #   holds.
+        def requeue(process, jobs = nil)
+          write do
+            jobs ||= in_flight(process)
+            moved = jobs.sum do |job|
+              @db.change(REQUEUE, [@db.bytes(job.payload), job.handle, process])
+            end
+            announce("queues") if moved.positive?
+            moved
+          end
+        end
+
+        # The jobs a process holds in flight. @returns [Array(Fetched)]
+        def in_flight(process)
+          rows = with { @db.query(IN_FLIGHT, [process]) }
+          rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+        end
+
+        def in_flight_count(process)
+          with do
+            @db.value("SELECT count(*) FROM @.jobs WHERE owner = $1 AND state = 'in_flight'", [process])
+          end
+        end
+
+        # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds.
+        def next_due = with { earliest_due }
+
+        # Moves due scheduled jobs and retries where the block says, and prunes what expired.
+        # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its
+        #   JobRules::Destination.
+        # @returns [Integer] how many moved.
+        def enqueue_due(now, &destination)
+          write do
+            due = @db.query("SELECT id, state, payload FROM @.jobs " \
+              "WHERE state IN ('scheduled', 'retry') AND run_at <= $1 " \
+              "ORDER BY run_at, id FOR UPDATE SKIP LOCKED", [now])
+            due.each do |id, state, payload|
+              enqueue_one(id, state.to_sym, payload, now, &destination)
+            end
+            announce("queues") if due.any?
+            prune(now)
+            due.size
+          end
+        end
+
+        private
+
+        def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
+
+        def fail_one(process, failed, reliable)
+          set = failed.set.to_s
+          return insert(set, [[failed.fetched.queue, failed.at, failed.payload]]).any? unless reliable
+          values = [set, failed.at, @db.bytes(failed.payload), failed.fetched.handle, process]
+          @db.change(FAIL, values) == 1
+        end
+
+        def trim_dead(cutoff, max)
+          @db.query("DELETE FROM @.jobs WHERE state = 'dead' AND (run_at < $1 OR id NOT IN " \
+            "(SELECT id FROM @.jobs WHERE state = 'dead' ORDER BY run_at DESC, id DESC LIMIT $2))",
+            [cutoff, max])
+        end
+      end
+    end
+  end
+end

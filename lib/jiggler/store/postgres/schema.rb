@@ -1,0 +1,199 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Store
+    class Postgres
+      # The tables of a PostgreSQL store, made in its schema at first use (in one transaction, under
+      # a transaction advisory lock, so servers starting together make them once). A job is one row
+      # of `jobs` whose state says where it is (queued, in_flight with its owner, scheduled, retry,
+      # dead, batching, waiting); a finished job's row is deleted when it is acknowledged, so the
+      # table holds the work to do and the sets, nothing done.
+      #
+      # Each place has a partial index of its own, so a claim reads a few index pages of queued rows
+      # whatever else the table holds, and `fetch` is one function call: one round trip, one short
+      # transaction.
+      module Schema
+        VERSION = 4
+
+        TABLES = <<~SQL
+          CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
+            queue text, batch text, run_at float8 NOT NULL, owner text, waiting_key text,
+            payload bytea NOT NULL);
+          CREATE INDEX IF NOT EXISTS jobs_queued ON @.jobs (queue, run_at, id)
+            WHERE state = 'queued';
+          CREATE INDEX IF NOT EXISTS jobs_in_flight ON @.jobs (owner) WHERE state = 'in_flight';
+          CREATE INDEX IF NOT EXISTS jobs_sets ON @.jobs (state, run_at, id)
+            WHERE state IN ('scheduled', 'retry', 'dead');
+          CREATE INDEX IF NOT EXISTS jobs_batching ON @.jobs (queue, batch, run_at, id)
+            WHERE state = 'batching';
+          CREATE INDEX IF NOT EXISTS jobs_waiting ON @.jobs (waiting_key, run_at, id)
+            WHERE state = 'waiting';
+          CREATE TABLE IF NOT EXISTS @.counters (name text PRIMARY KEY, value bigint NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.processes (id text PRIMARY KEY, info text NOT NULL,
+            expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.paused_queues (queue text PRIMARY KEY);
+          CREATE TABLE IF NOT EXISTS @.results (jid text PRIMARY KEY, value text NOT NULL,
+            expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.process_signals (id bigserial PRIMARY KEY,
+            process text NOT NULL, signal text NOT NULL, at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.metrics (minute bigint, class text, field text,
+            value bigint NOT NULL, PRIMARY KEY (minute, class, field));
+          CREATE TABLE IF NOT EXISTS @.recurring_tasks (name text PRIMARY KEY, definition text,
+            tick bigint, last_run float8, disabled boolean NOT NULL DEFAULT false);
+          CREATE TABLE IF NOT EXISTS @.unique_locks (lock text PRIMARY KEY, jid text NOT NULL,
+            expires_at float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.limit_slots (key text, jid text, expires_at float8 NOT NULL,
+            PRIMARY KEY (key, jid));
+          CREATE TABLE IF NOT EXISTS @.limit_keys (key text PRIMARY KEY, max integer NOT NULL,
+            ttl float8 NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.rate_starts (key text, member text, at float8 NOT NULL,
+            PRIMARY KEY (key, member));
+          CREATE TABLE IF NOT EXISTS @.rate_plan (key text, member text, at float8 NOT NULL,
+            PRIMARY KEY (key, member));
+          CREATE TABLE IF NOT EXISTS @.schema_version (version integer NOT NULL);
+        SQL
+
+        # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find
+        # entries by jid or class). Payloads are bytes (bytea): a store keeps whatever it is given,
+        # even bytes that are not UTF-8 text.
+        JSON = <<~SQL
+          CREATE OR REPLACE FUNCTION @.json(payload bytea) RETURNS jsonb
+          LANGUAGE plpgsql IMMUTABLE AS $$
+          BEGIN
+            RETURN convert_from(payload, 'UTF8')::jsonb;
+          EXCEPTION WHEN others THEN
+            RETURN NULL;
+          END $$;
+        SQL
+
+        # Acknowledges, then claims up to `wanted` queued jobs, queue by queue in priority order,
+        # skipping paused queues and rows other claims hold (SKIP LOCKED), oldest first: each
+        # queue's claim reads its partial index.
+        FETCH = <<~SQL
+          CREATE OR REPLACE FUNCTION @.fetch(process text, queues text[], wanted integer,
+            acks bigint[], reliable boolean)
+          RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea) LANGUAGE plpgsql AS $$
+          DECLARE
+            q text;
+            taken integer;
+            acked integer := coalesce(cardinality(acks), 0);
+          BEGIN
+            IF acked > 0 AND reliable THEN
+              DELETE FROM @.jobs j
+                WHERE j.id = ANY(acks) AND j.state = 'in_flight' AND j.owner = process;
+              GET DIAGNOSTICS acked = ROW_COUNT;
+            END IF;
+            IF acked > 0 THEN
+              INSERT INTO @.counters AS c (name, value) VALUES ('processed', acked)
+                ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value;
+            END IF;
+            FOREACH q IN ARRAY queues LOOP
+              EXIT WHEN wanted <= 0;
+              CONTINUE WHEN EXISTS (SELECT 1 FROM @.paused_queues p WHERE p.queue = q);
+              IF reliable THEN
+                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
+                  WHERE j.state = 'queued' AND j.queue = q
+                  ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
+                moved AS (UPDATE @.jobs j SET state = 'in_flight', owner = process FROM picked
+                  WHERE j.id = picked.id RETURNING j.id, j.queue, j.payload, picked.run_at)
+                SELECT m.id, m.queue, m.payload FROM moved m ORDER BY m.run_at, m.id;
+              ELSE
+                RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
+                  WHERE j.state = 'queued' AND j.queue = q
+                  ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
+                gone AS (DELETE FROM @.jobs j USING picked WHERE j.id = picked.id
+                  RETURNING j.id, j.queue, j.payload, picked.run_at)
+                SELECT g.id, g.queue, g.payload FROM gone g ORDER BY g.run_at, g.id;
+              END IF;
+              GET DIAGNOSTICS taken = ROW_COUNT;
+              wanted := wanted - taken;
+            END LOOP;
+          END $$;
+        SQL
+
+        # A rate limit's gate (Rates#acquire_rate) in one call, under the key's transaction advisory
+        # lock, on the database's clock: records a start when the budget allows ('run'), else makes the job a scheduled job due
+        # when it does ('wait', with the time), or finds it no longer in flight ('gone').
+        RATE = <<~SQL
+          CREATE OR REPLACE FUNCTION @.acquire_rate(lock_name text, rate_key text, quota integer,
+            period float8, jid text, process text, handle bigint, job bytea,
+            reliable boolean, channel text)
+          RETURNS TABLE (outcome text, due float8) LANGUAGE plpgsql AS $$
+          DECLARE
+            reservation text := 'r:' || jid;
+            waited float8;
+            earliest float8;
+            clock float8;
+            start_member text;
+          BEGIN
+            PERFORM pg_advisory_xact_lock(hashtextextended(lock_name, 0));
+            -- The time once the lock is held: a time read before waiting for it would record starts
+            -- out of order, and let a later caller forget a start that happened less than a period ago.
+            clock := extract(epoch FROM clock_timestamp());
+            start_member := jid || ':' || clock::text;
+            DELETE FROM @.rate_starts s WHERE s.key = rate_key AND s.at <= clock - period;
+            DELETE FROM @.rate_plan p WHERE p.key = rate_key AND p.at <= clock - 2 * period;
+            SELECT p.at INTO waited FROM @.rate_plan p
+              WHERE p.key = rate_key AND p.member = reservation;
+            IF (SELECT count(*) FROM @.rate_starts s WHERE s.key = rate_key) < quota THEN
+              DELETE FROM @.rate_plan p WHERE p.key = rate_key AND p.member = reservation;
+              -- Timed as late as the step can: a start recorded early lets the window forget it early.
+              clock := extract(epoch FROM clock_timestamp());
+              INSERT INTO @.rate_starts AS s (key, member, at) VALUES (rate_key, start_member, clock)
+                ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+              INSERT INTO @.rate_plan AS p (key, member, at) VALUES (rate_key, start_member, clock)
+                ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+              RETURN QUERY SELECT 'run'::text, clock;
+              RETURN;
+            END IF;
+            IF waited IS NOT NULL THEN
+              due := (SELECT min(s.at) FROM @.rate_starts s WHERE s.key = rate_key) + period;
+            ELSE
+              due := greatest(clock, coalesce((SELECT p.at FROM @.rate_plan p WHERE p.key = rate_key
+                ORDER BY p.at DESC LIMIT 1 OFFSET quota - 1), clock) + period);
+            END IF;
+            earliest := (SELECT min(j.run_at) FROM @.jobs j WHERE j.state IN ('scheduled', 'retry'));
+            IF reliable THEN
+              UPDATE @.jobs j SET state = 'scheduled', owner = NULL, queue = NULL, run_at = due
+                WHERE j.id = handle AND j.state = 'in_flight' AND j.owner = process;
+              IF NOT FOUND THEN
+                RETURN QUERY SELECT 'gone'::text, NULL::float8;
+                RETURN;
+              END IF;
+            ELSE
+              INSERT INTO @.jobs (state, run_at, payload) VALUES ('scheduled', due, job);
+            END IF;
+            IF earliest IS NULL OR due < earliest THEN
+              PERFORM pg_notify(channel, 'schedule');
+            END IF;
+            INSERT INTO @.rate_plan AS p (key, member, at) VALUES (rate_key, reservation, due)
+              ON CONFLICT (key, member) DO UPDATE SET at = excluded.at;
+            RETURN QUERY SELECT 'wait'::text, due;
+          END $$;
+        SQL
+
+        module_function
+
+        # Makes the tables unless they exist at this version.
+        # @parameter db [Connection]
+        def ensure(db)
+          return if current?(db)
+          db.transaction do
+            db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
+            next if current?(db) # made meanwhile by another process
+            db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
+            [TABLES, JSON, FETCH, RATE].each { |sql| db.run(sql) }
+            db.query("DELETE FROM @.schema_version")
+            db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
+          end
+        end
+
+        def current?(db)
+          table = "#{PG::Connection.quote_ident(db.schema)}.schema_version"
+          return false unless db.value("SELECT to_regclass($1) IS NOT NULL", [table])
+          db.value("SELECT max(version) FROM @.schema_version") == VERSION
+        end
+      end
+    end
+  end
+end
