@@ -139,11 +139,13 @@ module Jiggler
       # since the last round trip; when that is a job per worker or more (the workers ran out during
       # the round trip: a slow store, a busy host), as many as they run in one round trip (the last
       # one's time), up to MAX_AHEAD. Long jobs are never taken ahead: they would wait a whole run
-      # that another process could start.
+      # that another process could start. Weighted queues take at most `concurrency` ahead: the order is drawn once
+      # per round trip, so a few large batches would give each queue a lumpy share.
       def ahead
         return 0 unless @workers.short_jobs?
         concurrency = @workers.concurrency
         return @acks.size if @acks.size < concurrency
+        return concurrency if @queues.weighted?
         [@workers.runs_within(@round_trip).clamp(0, MAX_AHEAD), concurrency].max
       end
 
