@@ -23,7 +23,7 @@ describe Jiggler::Server::Cron do
   def tasks(count, schedule, prefix)
     Array.new(count) do |index|
       name = "#{prefix}_#{index}"
-      [name, Jiggler::RecurringTask.build(name, {"class" => "TickJob", "args" => [index], "schedule" => schedule})]
+      [name, Jiggler::RecurringTask.build(name, {"class" => "CronTestTickJob", "args" => [index], "schedule" => schedule})]
     end
   end
 
