@@ -20,6 +20,7 @@ require_relative "postgres/recurrences"
 require_relative "postgres/uniqueness"
 require_relative "postgres/limits"
 require_relative "postgres/rates"
+require_relative "postgres/cancels"
 
 module Jiggler
   module Store
@@ -32,7 +33,7 @@ module Jiggler
     #
     # It keeps the contract of contract.md, one role per module (QueuePath with Wake, Registry,
     # Batches, Results, Admin, AdminActions, Signals, Metrics, Recurrences, Uniqueness, Limits,
-    # Rates). The roles share one explicit Connection (`@db`) and the writes below, and call one
+    # Rates, Cancels). The roles share one explicit Connection (`@db`) and the writes below, and call one
     # another's public methods, nothing private of one another.
     class Postgres
       # Raised when the database cannot be used.
@@ -51,6 +52,7 @@ module Jiggler
       include Uniqueness
       include Limits
       include Rates
+      include Cancels
 
       CHUNK = 5000
       SETS = %w[scheduled retry dead].freeze
@@ -113,6 +115,7 @@ module Jiggler
       def close
         @db.close
         close_subscription
+        close_cancel_subscription
       end
 
       # Runs a block with a connection of the store's (the schema made), one caller at a time for

@@ -15,7 +15,7 @@ module Jiggler
         # Everything a clear_all deletes; recurring tasks keep the settings servers recorded, and
         # the counters nothing (listeners compare no counter here: announcements are notifications).
         CLEARED = %w[jobs processes paused_queues results unique_locks limit_slots limit_keys
-          rate_starts rate_plan counters process_signals metrics].freeze
+          rate_starts rate_plan counters process_signals metrics cancel_requests].freeze
         private_constant :ENTRY, :HELD_LOCKS, :CLEARED
 
         # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of

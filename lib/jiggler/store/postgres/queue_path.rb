@@ -65,15 +65,19 @@ module Jiggler
           rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
         end
 
-        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures.
+        # Moves failed jobs out of flight into the retry or the dead set, and counts the failures; a
+        # snoozed job goes to the scheduled set (announced) and a cancelled one to the dead set,
+        # neither counted as a failure.
         # @parameter failures [Array(Failed)]
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
           write do
-            moved = failures.count { |failed| fail_one(process, failed, reliable) }
-            count("failures", moved) if moved.positive?
+            moved = failures.select { |failed| fail_one(process, failed, reliable) }
+            failed = moved.count(&:failure?)
+            count("failures", failed) if failed.positive?
+            announce("schedule") if moved.any? { |job| job.set == :scheduled }
             trim_dead(dead_cutoff, dead_max) if failures.any?(&:dead?)
-            moved
+            moved.size
           end
         end
 
@@ -129,7 +133,7 @@ module Jiggler
         def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
 
         def fail_one(process, failed, reliable)
-          set = failed.set.to_s
+          set = failed.state
           return insert(set, [[failed.fetched.queue, failed.at, failed.payload]]).any? unless reliable
           values = [set, failed.at, @db.bytes(failed.payload), failed.fetched.handle, process]
           @db.change(FAIL, values) == 1

@@ -13,7 +13,7 @@ module Jiggler
       # whatever else the table holds, and `fetch` is one function call: one round trip, one short
       # transaction.
       module Schema
-        VERSION = 4
+        VERSION = 5
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
@@ -50,6 +50,9 @@ module Jiggler
             PRIMARY KEY (key, member));
           CREATE TABLE IF NOT EXISTS @.rate_plan (key text, member text, at float8 NOT NULL,
             PRIMARY KEY (key, member));
+          CREATE TABLE IF NOT EXISTS @.cancel_requests (id bigserial PRIMARY KEY, jid text NOT NULL,
+            requested_by text, at float8 NOT NULL);
+          CREATE INDEX IF NOT EXISTS cancel_requests_at ON @.cancel_requests (at);
           CREATE TABLE IF NOT EXISTS @.schema_version (version integer NOT NULL);
         SQL
 
