@@ -185,7 +185,7 @@ module Jiggler
       # Opening a missing SQLite file would create an empty store: the command would read or change nothing the
       # servers see, and leave a stray file.
       def check_sqlite_file(config)
-        return if config.redis?
+        return unless config.store_kind == :sqlite
         path = config[:sqlite_path].to_s
         return if ::File.exist?(path) || Config::SQLitePath.in_memory?(path)
         raise UsageError, "no store file exists at #{path} (sqlite_path or JIGGLER_SQLITE_PATH); " \
