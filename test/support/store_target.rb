@@ -74,6 +74,16 @@ module StoreTarget
       redis { |client| client.call("EVAL", PLACES, 0, "{#{store.keys.namespace}}:") }
     end
 
+    # Every start the rate limits hold now (a start is kept for its period): member ("jid:time") => time.
+    # @returns [Hash(String, Float)]
+    def rate_starts(store)
+      redis do |client|
+        client.call("KEYS", store.keys.limit("starts", "*"))
+          .flat_map { |key| client.call("ZRANGE", key, 0, -1, "WITHSCORES").flatten.each_slice(2).to_a }
+          .to_h { |member, at| [member, Float(at)] }
+      end
+    end
+
     def close = @redis&.close
 
     PLACES = <<~LUA
@@ -127,6 +137,8 @@ module StoreTarget
       end.map { |state, payload| [PLACES.fetch(state), payload] }
     end
 
+    def rate_starts(store) = store.with { |db| db.execute("SELECT member, at FROM rate_starts").to_h }
+
     def close = nil
   end
 
@@ -167,6 +179,10 @@ module StoreTarget
         result.values
       end
       rows.map { |state, payload| [PLACES.fetch(state), payload] }
+    end
+
+    def rate_starts(store)
+      store.with { |db| db.exec("SELECT member, at FROM #{schema}.rate_starts").values.to_h { |member, at| [member, Float(at)] } }
     end
 
     def close = nil

@@ -5,26 +5,33 @@ require "support/flow_servers"
 require_relative "../../fixtures/flow_jobs"
 
 # Rate limits run by real servers: 50 starts a second over 500 jobs, across two servers, take about 10 s and never
-# exceed the budget in any second (calendar seconds and sliding windows).
+# exceed the budget in any second (calendar seconds and sliding windows). The budget is checked on the starts the
+# store granted, read while the servers run (each stays in the store for its period): a job's own record of when its
+# perform began comes later, by a lag a loaded machine stretches, and tells only that each job ran once.
 StoreTarget.describe_each("rate limits") do
   include FlowServers
 
-  def starts = File.exist?(@record) ? File.readlines(@record).map { |line| line.split.last.to_f } : []
+  def performed = File.exist?(@record) ? File.readlines(@record).map { |line| line.split.first } : []
 
   it "starts at most 50 jobs a second" do
     env = target_env
+    target = StoreTarget.build(target_name, namespace: @namespace, dir: @dir)
     2.times { start_flow(env) }
     FiftyPerSecondJob.enqueue_bulk(Array.new(500) { |n| [n] })
-    wait_for(timeout: 40, message: "500 jobs to start") { starts.size == 500 }
-    times = starts.sort
+    granted = {}
+    wait_for(timeout: 40, message: "500 jobs to start") do
+      granted.merge!(target.rate_starts(target_store))
+      performed.size == 500
+    end
+    times = granted.values.sort
+    assert_equal 500, granted.size, "one granted start a job"
     assert_operator times.map(&:floor).tally.values.max, :<=, 50, "a calendar second over the budget"
-    # The budget holds for the times the gate admits jobs; a job records its start when perform begins, a few ms
-    # later and by a varying lag, so sliding windows are checked 50 ms short of a second.
-    assert_operator times.each_with_index.map { |at, index| times[index...].take_while { |later| later < at + 0.95 }.size }.max, :<=, 50,
-      "a sliding second over the budget"
+    busiest = times.each_index.map { |index| times[index...].take_while { |later| later < times[index] + 1 } }.max_by(&:size)
+    assert_operator busiest.size, :<=, 50, format("a sliding second over the budget: from %.6f to %.6f", busiest.first, busiest.last)
     assert_in_delta 9.5, times.last - times.first, 1.5, "500 starts at 50 a second"
     sleep 0.5 # a job started twice would show here
-    assert_equal (0...500).map { |n| "rate:#{n}" }, File.readlines(@record).map { |line| line.split.first }.sort_by { |name| name[/\d+/].to_i },
-      "each job started once"
+    assert_equal (0...500).map { |n| "rate:#{n}" }, performed.sort_by { |name| name[/\d+/].to_i }, "each job started once"
+  ensure
+    target&.close
   end
 end

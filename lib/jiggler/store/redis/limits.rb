@@ -31,7 +31,7 @@ module Jiggler
         # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
         def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
           keys = [@keys.limit("starts", key), @keys.limit("plan", key), @keys.in_flight(process), @keys.scheduled, @keys.limit("index")]
-          argv = [jid, limit, period, Time.now.to_f, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake, key]
+          argv = [jid, limit, period, fetched.handle.to_s, reliable ? 1 : 0, fetched.payload, @keys.schedule_wake, key]
           reply = with { |redis| RATE.call(redis, keys, argv) }
           {"run" => true, "gone" => nil}.fetch(reply) { Float(reply) }
         end

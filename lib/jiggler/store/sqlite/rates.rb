@@ -10,8 +10,8 @@ module Jiggler
         # Takes a start of a rate-limited key's budget, or moves the job from flight to the scheduled set.
         # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
         def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
-          now = Time.now.to_f
           write do |queue_db|
+            now = Time.now.to_f # read once the write lock is held, so that starts are recorded in the order taken
             db = queue_db.db
             db.execute("DELETE FROM rate_starts WHERE key = ? AND at <= ?", [key, now - period])
             db.execute("DELETE FROM rate_plan WHERE key = ? AND at <= ?", [key, now - 2 * period])
