@@ -17,7 +17,7 @@ module Jiggler
       # @parameter jid [String]
       # @parameter task [Async::Task] the task the job runs on.
       # @parameter timeout [Numeric | Nil] seconds the job may run.
-      def initialize(jid, task, timeout: nil)
+      def initialize(jid, task, timeout = nil) # positional: one is made for every job, and keywords cost more
         @jid = jid
         @task = task
         @timeout = timeout

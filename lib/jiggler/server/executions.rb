@@ -40,9 +40,9 @@ module Jiggler
       # @parameter timeout [Numeric | Nil] seconds.
       # @returns [Job::Execution]
       def begin(jid, timeout)
-        execution = Job::Execution.new(jid, Async::Task.current, timeout: timeout)
+        execution = Job::Execution.new(jid, Async::Task.current, timeout)
         @running[jid] = execution
-        by = @requested[jid] and execution.cancel(by)
+        by = !@requested.empty? && @requested[jid] and execution.cancel(by)
         @timers[execution] = timer(execution) if timeout
         execution
       end
@@ -51,8 +51,9 @@ module Jiggler
       # @parameter execution [Job::Execution]
       def finish(execution)
         execution.finished!
-        @running.delete(execution.jid) if @running[execution.jid].equal?(execution)
-        @timers.delete(execution)&.stop
+        jid = execution.jid
+        @running.delete(jid) if @running[jid].equal?(execution)
+        @timers.delete(execution)&.stop if execution.timeout
       end
 
       # Takes the recent cancel requests (any thread): marks the named jobs that run now and has them stopped;
