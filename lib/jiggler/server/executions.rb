@@ -41,7 +41,7 @@ module Jiggler
       # @returns [Job::Execution]
       def begin(jid, timeout)
         execution = Job::Execution.new(jid, Async::Task.current, timeout)
-        @running[jid] = execution
+        @running[jid.freeze] = execution # frozen: a Hash copies a String key that is not
         by = !@requested.empty? && @requested[jid] and execution.cancel(by)
         @timers[execution] = timer(execution) if timeout
         execution

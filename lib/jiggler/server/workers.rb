@@ -15,8 +15,6 @@ module Jiggler
       SHORT_RUN = 0.05
       # The weight of the latest run in the moving average of run times.
       RUN_WEIGHT = 0.1
-      # The shortest mean run `runs_within` divides by (a job takes a few microseconds at least).
-      MIN_RUN = 1e-6
 
       attr_reader :concurrency
 
@@ -107,11 +105,6 @@ module Jiggler
 
       # Whether the jobs run lately were short on average (see SHORT_RUN).
       def short_jobs? = @mean_run < SHORT_RUN
-
-      # How many jobs the workers run in `seconds`, at the mean run time of the jobs run lately.
-      # @parameter seconds [Float]
-      # @returns [Integer]
-      def runs_within(seconds) = (seconds * @concurrency / [@mean_run, MIN_RUN].max).floor
 
       # Whether no job runs or waits for a worker.
       def idle? = @busy.zero? && @jobs.empty?
