@@ -78,7 +78,7 @@ module Jiggler
 
     # The logger jiggler and jobs write to; any Logger-compatible object can be set.
     def logger
-      @logger ||= Logger.build
+      @logger ||= Logger.build(format: config[:log_format])
     end
 
     attr_writer :logger

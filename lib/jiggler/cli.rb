@@ -161,6 +161,7 @@ module Jiggler
       Rails::Boot.prepare(config) if Rails::Boot.app?
       load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
       load_recurring_file(config)
+      Logger.reformat(Jiggler.logger, config[:log_format]) # the config file or the app may have set it
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
     end

@@ -46,7 +46,8 @@ module Jiggler
       metrics_retention: 8 * 3600,
       recurring: {},
       recurring_file: nil,
-      recurring_missed: :skip
+      recurring_missed: :skip,
+      log_format: :plain
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
@@ -182,6 +183,7 @@ module Jiggler
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
       when :database_url then Rules.from_env(:database_url, "JIGGLER_DATABASE_URL")
       when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
+      when :log_format then Rules.from_env(:log_format, "JIGGLER_LOG_FORMAT") || DEFAULTS[:log_format]
       when :error_handlers, :death_handlers then @handlers[key]
       else DEFAULTS.fetch(key) { renamed(key) }
       end

@@ -5,11 +5,13 @@ require "json"
 
 module Jiggler
   # The default logger: one line per message with time, pid and level, on standard output. With `format: :json`
-  # (or JIGGLER_LOG_FORMAT=json), one JSON object per line instead, with the job's fields (`event`, `class`, `jid`,
+  # (the `log_format` setting, or JIGGLER_LOG_FORMAT=json), one JSON object per line instead, with the job's fields (`event`, `class`, `jid`,
   # `queue`, `attempt`, and `duration` in milliseconds for a finished job) as keys beside `time`, `pid`, `level` and
   # `message`.
   module Logger
     FORMAT = "%s pid=%d %s: %s\n"
+    # The formats of the `log_format` setting.
+    FORMATS = %i[plain json].freeze
     # Job lines start with an event and the class, then the jid ("retry: InvoiceJob jid=...", "done InvoiceJob
     # jid=... in 1.2 ms"); then come key=value fields.
     EVENT = /\A(start|done|retry|dead|requeued):? (\S+) jid=/
@@ -18,16 +20,19 @@ module Jiggler
 
     module_function
 
-    # Whether JIGGLER_LOG_FORMAT asks for JSON lines.
-    # @returns [Boolean]
-    def json? = format_setting == :json
-
     # @parameter io [IO]
-    # @parameter format [Symbol] :plain or :json.
+    # @parameter format [Symbol] one of FORMATS.
     # @returns [::Logger]
-    def build(io = $stdout, format: format_setting)
-      logger = ::Logger.new(io, level: ::Logger::INFO)
-      logger.formatter = (format == :json) ? method(:format_json) : method(:format)
+    def build(io = $stdout, format: :plain)
+      ::Logger.new(io, level: ::Logger::INFO, formatter: formatter(format))
+    end
+
+    # Gives a logger this module built the formatter of `format`; any other logger (the app's own) is left as it is.
+    # @parameter logger [::Logger | Object]
+    # @parameter format [Symbol] one of FORMATS.
+    # @returns [Object] the logger.
+    def reformat(logger, format)
+      logger.formatter = formatter(format) if logger.is_a?(::Logger) && ours?(logger.formatter)
       logger
     end
 
@@ -47,7 +52,9 @@ module Jiggler
       "#{JSON.generate(line)}\n"
     end
 
-    def format_setting = ENV.fetch("JIGGLER_LOG_FORMAT", "plain").to_sym
+    def formatter(format) = (format == :json) ? method(:format_json) : method(:format)
+
+    def ours?(formatter) = formatter.is_a?(Method) && formatter.receiver == self
 
     def text(message) = message.is_a?(Exception) ? "#{message.class}: #{message.message}" : message.to_s
 

@@ -32,8 +32,9 @@ module Jiggler
       end
     end
 
-    # Jiggler logs to Rails.logger, unless JIGGLER_LOG_FORMAT=json asks for its own JSON lines on standard output.
-    config.after_initialize { Jiggler.logger = ::Rails.logger unless Logger.json? }
+    # Jiggler logs to Rails.logger, unless `log_format: json` (or JIGGLER_LOG_FORMAT=json) asks for its own JSON lines on
+    # standard output.
+    config.after_initialize { Jiggler.logger = ::Rails.logger unless Jiggler.config[:log_format] == :json }
 
     # Mission Control - Jobs, when the app has it, reads and acts on jiggler's jobs through the adapter. Checked
     # once every gem is loaded, whatever the order of the Gemfile.

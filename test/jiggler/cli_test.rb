@@ -372,5 +372,21 @@ describe "jiggler CLI" do
       assert_includes line, "attempt=1"
       assert_includes line, "ArgumentError: failed on purpose: logged"
     end
+
+    it "writes JSON lines from its start line on when the config file says log_format: json" do
+      config = write("jiggler.yml", "log_format: json\n")
+      server = start_cli("-r", jobs_file, "-C", config, "-v")
+      jid = RecordJob.enqueue("json")
+      wait_for(message: "done line in the log\n#{server.log}") { server.log.include?(%("jid":"#{jid}")) }
+      lines = server.log.lines.map { |line| JSON.parse(line) }
+      assert_match(/\Ajiggler .* started: /, lines.first["message"])
+      done = lines.find { |line| line["event"] == "done" }
+      assert_equal ["RecordJob", jid, "default"], done.values_at("class", "jid", "queue")
+    end
+
+    it "refuses a log_format it does not know, in one line" do
+      status, output = run_cli("-r", jobs_file, env: {"JIGGLER_LOG_FORMAT" => "jsno"})
+      assert_refused status, output, /JIGGLER_LOG_FORMAT must be one of :plain, :json \(got "jsno"\)/
+    end
   end
 end

@@ -40,7 +40,8 @@ describe Jiggler::Config do
     death_handlers: ["an Array of objects that respond to #call", [nil, :handler, [1]]],
     recurring: ["a Hash of task names", [nil, [], "every hour", 1]],
     recurring_file: ["a non-empty String", ["", :recurring, 1]],
-    recurring_missed: [":skip, :run_once", [nil, "always", :catch_up, 1]]
+    recurring_missed: [":skip, :run_once", [nil, "always", :catch_up, 1]],
+    log_format: [":plain, :json", [nil, "jsno", :text, 1]]
   }
 
   def with_env(values)
@@ -159,7 +160,7 @@ describe Jiggler::Config do
           assert_includes error.message, "config[:#{key}]"
           assert_includes error.message, allowed
         end
-        assert_unchanged(key) unless %i[redis_url database_url environment sqlite_path].include?(key) # defaults read from ENV
+        assert_unchanged(key) unless %i[redis_url database_url environment sqlite_path log_format].include?(key) # defaults read from ENV
       end
     end
 
@@ -172,7 +173,8 @@ describe Jiggler::Config do
       values = {client_concurrency: 12, concurrency: 1, timeout: 0.5, stats_interval: 12, poll_interval: 0.1,
                 dead_timeout: 3600, dead_max_jobs: 5, client_async: true, poller_enabled: false, namespace: "app",
                 environment: "myenv", require: "./jobs.rb", redis_url: "redis://localhost:6379/1",
-                config_file: "./jiggler.yml", client_redis_pool: pool, error_handlers: [->(_, _) {}], death_handlers: [method(:puts)]}
+                config_file: "./jiggler.yml", client_redis_pool: pool, error_handlers: [->(_, _) {}], death_handlers: [method(:puts)],
+                log_format: :json}
       values.each { |key, value| config[key] = value }
       values.each { |key, value| assert_equal value, config[key], key.inspect }
     end

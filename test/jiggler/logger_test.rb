@@ -21,11 +21,37 @@ describe Jiggler::Logger do
     assert_equal ["started: server", nil], other.values_at("message", "class")
   end
 
-  it "takes the format from JIGGLER_LOG_FORMAT" do
-    ENV["JIGGLER_LOG_FORMAT"] = "json"
-    Jiggler::Logger.build(io).info("hello")
+  it "switches a logger it built to another format, and leaves an app's own logger alone" do
+    logger = Jiggler::Logger.build(io)
+    Jiggler::Logger.reformat(logger, :json).info("hello")
     assert_equal "hello", JSON.parse(io.string)["message"]
-  ensure
-    ENV.delete("JIGGLER_LOG_FORMAT")
+    own = ::Logger.new(StringIO.new)
+    Jiggler::Logger.reformat(own, :json)
+    assert_nil own.formatter
+  end
+
+  describe "the log_format setting" do
+    after do
+      ENV.delete("JIGGLER_LOG_FORMAT")
+      Jiggler.reset!
+      Jiggler.logger = nil
+    end
+
+    it "defaults to JIGGLER_LOG_FORMAT, which Jiggler.logger follows" do
+      ENV["JIGGLER_LOG_FORMAT"] = "json"
+      Jiggler.reset!
+      assert_equal :json, Jiggler.config[:log_format]
+      Jiggler.logger = nil
+      assert_equal Jiggler::Logger.method(:format_json), Jiggler.logger.formatter
+    end
+
+    it "refuses an unknown format, from code or from the environment, naming the setting" do
+      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.configure { |config| config[:log_format] = "jsno" } }
+      assert_match(/config\[:log_format\] must be one of :plain, :json/, error.message)
+      ENV["JIGGLER_LOG_FORMAT"] = "jsno"
+      Jiggler.reset!
+      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.config[:log_format] }
+      assert_match(/JIGGLER_LOG_FORMAT/, error.message)
+    end
   end
 end

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../logger"
 require_relative "redaction"
 require_relative "redis_url"
 require_relative "database_url"
@@ -45,6 +46,7 @@ module Jiggler
         when :error_handlers, :death_handlers then handlers(key, value)
         when :recurring then recurring(value)
         when :recurring_missed then recurring_missed(value)
+        when :log_format then log_format(value)
         else raise InvalidError, unknown_key_message(key)
         end
       end
@@ -104,6 +106,12 @@ module Jiggler
         missed = value.is_a?(String) ? value.to_sym : value
         return missed if RECURRING_MISSED.include?(missed)
         fail!(:recurring_missed, "one of #{RECURRING_MISSED.map(&:inspect).join(", ")}", value)
+      end
+
+      def log_format(value)
+        format = value.is_a?(String) ? value.to_sym : value
+        return format if Logger::FORMATS.include?(format)
+        fail!(:log_format, "one of #{Logger::FORMATS.map(&:inspect).join(", ")}", value)
       end
 
       def unknown_key_message(key)
