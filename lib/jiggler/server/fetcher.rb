@@ -4,17 +4,17 @@ require "set"
 require "async/notification"
 require "async/task"
 require_relative "outage"
+require_relative "push_wait"
 require_relative "queue_order"
 require_relative "suspects"
 
 module Jiggler
   module Server
     # Keeps the workers fed: each round trip acknowledges the jobs that finished since the last one and takes as many
-    # new jobs as there are free workers, from the queues in the order QueueOrder gives (strict priority, or by weight). When the queues are empty it
-    # waits for the Listener to hear of a push (and polls every IDLE_POLL seconds, in case an announcement was
-    # missed), so an idle server costs almost nothing. A wholly idle at-least-once server of one queue waits in the
-    # store instead when the store can (Redis): the fetch is sent behind the wait, and the jobs it takes go to the
-    # workers straight from the reply, one round trip sooner than a wake followed by a fetch.
+    # new jobs as there are free workers (and some ahead, see `ahead`), from the queues in the order QueueOrder gives
+    # (strict priority, or by weight). When the queues are empty it waits for the Listener to hear of a push (and polls
+    # every IDLE_POLL seconds, in case an announcement was missed), so an idle server costs almost nothing. A wholly
+    # idle at-least-once server of one queue waits in the store instead when the store can (PushWait).
     #
     # A suspect (JobRules.death) runs only alone: when a worker hands one back, the fetcher stops taking jobs, lets
     # the others finish and acknowledges them, and Suspects runs it alone.
@@ -48,7 +48,9 @@ module Jiggler
         @pushed = true
         # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
         # queue and a store that can.
-        @can_wait_in_store = @reliable && @queues.names.size == 1 && store.respond_to?(:fetch_when_pushed)
+        if @reliable && @queues.names.size == 1 && store.respond_to?(:fetch_when_pushed)
+          @push_wait = PushWait.new(store: store, process: process, queue: @queues.names.first, workers: workers, timeout: IDLE_POLL)
+        end
       end
 
       # @parameter parent [Async::Task]
@@ -89,7 +91,7 @@ module Jiggler
       # Stops taking new jobs; finished ones are still acknowledged.
       def quiet
         @state = :quiet if @state == :running
-        @waiter&.stop
+        @push_wait&.cut
         @changed.signal
       end
 
@@ -97,7 +99,7 @@ module Jiggler
       # @asynchronous
       def stop(timeout)
         @state = :stopped
-        @waiter&.stop
+        @push_wait&.cut
         @changed.signal
         @task&.wait
         flush(timeout)
@@ -168,26 +170,15 @@ module Jiggler
       # Whether to wait in the store (see `wait_for_push`): it can, the process is settled with no suspect held, and the
       # last such wait was not woken in vain (a paused queue holding jobs, or another process took the job first), which
       # would wake it again at once.
-      def wait_in_store? = @can_wait_in_store && !@in_vain && !@suspects.waiting? && settled?
+      def wait_in_store? = !@push_wait.nil? && !@in_vain && !@suspects.waiting? && settled?
 
-      # Waits in the store for a push and hands the jobs the reply brings to the workers at once. The wait runs in a
-      # task of its own, so that quiet and stop can cut it short; the fetch behind a wait cut short may have taken
-      # jobs that never arrived, which `reconcile` puts back.
+      # Waits in the store for a push (PushWait), whose jobs the workers have at once. A wait cut short by quiet or stop
+      # may have taken jobs that never arrived, which `reconcile` puts back.
       # @returns [Boolean] whether the wait ended by itself (woken or timed out), not cut short.
       def wait_for_push
         limit = @workers.free
-        waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do |task|
-          # Known before its first I/O: a quiet or stop that comes while the wait is being sent must cut it short too.
-          @waiter = task
-          jobs = @store.fetch_when_pushed(@process, @queues.names.first, limit: limit, timeout: IDLE_POLL)
-          @workers.assign(jobs, now: true) if jobs&.any? # before the loop reads other sockets (the push's wake among them)
-          jobs
-        rescue => error
-          error # raised in the fetcher's own task, where outages are handled
-        end
-        jobs = waiter.wait
-        raise jobs if jobs.is_a?(Exception)
-        if waiter.stopped?
+        jobs = @push_wait.call(limit)
+        if jobs.equal?(PushWait::CUT)
           reconcile
           return false
         end
@@ -196,8 +187,6 @@ module Jiggler
         @in_vain = jobs&.empty?
         @drained = (jobs&.size || 0) < limit
         true
-      ensure
-        @waiter = nil
       end
 
       # A round trip that failed may still have run in the store: jobs recorded in flight for this process that it never
