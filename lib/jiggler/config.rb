@@ -47,11 +47,12 @@ module Jiggler
       recurring: {},
       recurring_file: nil,
       recurring_missed: :skip,
-      log_format: :plain
+      log_format: :plain,
+      transactional_enqueue: false
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
-    CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url database_url namespace].freeze
+    CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url database_url namespace transactional_enqueue].freeze
 
     # @parameter store [#call | Nil] returns the store the cleaner works on (`Jiggler.config` passes `Jiggler.store`).
     def initialize(store: nil)
@@ -141,6 +142,10 @@ module Jiggler
     # @returns [Symbol] :postgres, :redis or :sqlite.
     def store_kind
       return :postgres if self[:database_url]
+      if self[:transactional_enqueue]
+        raise InvalidError, "transactional_enqueue needs the PostgreSQL store: set database_url (or JIGGLER_DATABASE_URL) " \
+          "to the app's database"
+      end
       self[:redis_url] ? :redis : :sqlite
     end
 

@@ -32,14 +32,27 @@ module Jiggler
     # @parameter use [Symbol] :client, :server or :dedicated.
     def build(config, use, size:)
       case config.store_kind
-      when :postgres then postgres(config, size)
+      when :postgres then postgres(config, size, use)
       when :redis then redis(config, use, size)
       else sqlite(config)
       end
     end
 
-    def postgres(config, size)
+    def postgres(config, size, use)
+      return active_record(config) if use == :client && config[:transactional_enqueue]
       Postgres.new(url: config[:database_url], namespace: config[:namespace], pool_size: size,
+        done_retention: config[:done_retention])
+    end
+
+    # The client's store with `transactional_enqueue`: the PostgreSQL store on the application's Active Record
+    # connection, so jobs are written in its transaction.
+    def active_record(config)
+      unless defined?(::ActiveRecord::Base)
+        raise Config::InvalidError, "transactional_enqueue writes jobs on Active Record's connection: load the Rails app " \
+          "(or Active Record) before jiggler's client is used"
+      end
+      require_relative "rails/active_record_connection"
+      Postgres.new(url: nil, namespace: config[:namespace], connection: Rails::ActiveRecordConnection,
         done_retention: config[:done_retention])
     end
 

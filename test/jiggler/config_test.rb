@@ -41,7 +41,8 @@ describe Jiggler::Config do
     recurring: ["a Hash of task names", [nil, [], "every hour", 1]],
     recurring_file: ["a non-empty String", ["", :recurring, 1]],
     recurring_missed: [":skip, :run_once", [nil, "always", :catch_up, 1]],
-    log_format: [":plain, :json", [nil, "jsno", :text, 1]]
+    log_format: [":plain, :json", [nil, "jsno", :text, 1]],
+    transactional_enqueue: ["true or false", [nil, "yes", 1]]
   }
 
   def with_env(values)

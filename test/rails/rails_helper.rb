@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 # Boots test/rails/app in this process, on a fresh SQLite database, with jiggler on the store JIGGLER_TEST_STORE
-# names ("sqlite" or "redis"), and starts one `jiggler` server on it for all the tests of the run.
+# names ("sqlite" or "redis"), and starts one `jiggler` server on it for all the tests of the run. With "postgres",
+# the app's database and jiggler's store are the suite's private PostgreSQL, with `transactional_enqueue` on.
 require "minitest/autorun"
 require "tmpdir"
 require "json"
@@ -26,7 +27,15 @@ module RailsApp
       "APP_EVENTS" => File.join(TMP, "events.jsonl"), "JIGGLER_TEST_NAMESPACE" => NAMESPACE,
       "JIGGLER_SQLITE_PATH" => File.join(TMP, "jiggler.sqlite3"),
       "REDIS_URL" => (STORE == "redis") ? RedisServer.instance.url : nil
-    }
+    }.merge((STORE == "postgres") ? postgres_env : {})
+  end
+
+  # PostgreSQL holds both the app's tables and jiggler's (in a schema named after the namespace), and jobs are written
+  # on the app's connection (`transactional_enqueue`).
+  def postgres_env
+    require_relative "../support/postgres_server"
+    url = PostgresServer.instance.url
+    {"APP_DATABASE_URL" => url, "JIGGLER_DATABASE_URL" => url, "APP_TRANSACTIONAL_ENQUEUE" => "1"}
   end
 
   def boot

@@ -47,6 +47,11 @@ module ActiveJob
         end
       end
 
+      # Whether Active Job (7.2) holds a job enqueued inside a transaction until it commits: not with
+      # `transactional_enqueue`, which writes the job in the transaction itself (a process that dies between the commit
+      # and a later enqueue would lose it).
+      def enqueue_after_transaction_commit? = !Jiggler.config[:transactional_enqueue]
+
       # Enqueues a job to run now.
       # @raises [EnqueueError] when it was not written: its unique lock is taken, or a client middleware stopped it.
       def enqueue(job) = enqueue_one(job, scheduled_at(job))

@@ -31,7 +31,7 @@ module Jiggler
         when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention,
           :metrics_retention
           positive_number(key, value)
-        when :client_async, :poller_enabled, :metrics then boolean(key, value)
+        when :client_async, :poller_enabled, :metrics, :transactional_enqueue then boolean(key, value)
         when :environment, :require, :config_file, :recurring_file then optional_string(key, value)
         when :sqlite_path then SQLitePath.check(value)
         when :sqlite_synchronous then synchronous(value)

@@ -42,7 +42,7 @@ module Jiggler
       def prepare(config)
         check_isolation_level
         check_pool(config[:concurrency])
-        log_to_stdout
+        log_to_stdout(config[:log_format])
       end
 
       def check_isolation_level
@@ -60,11 +60,12 @@ module Jiggler
           "(#{concurrency}): set `pool: #{concurrency}` for #{::Rails.env} in config/database.yml, or run jiggler with -c #{size}"
       end
 
-      # A Rails logger that writes only to a file (as in development) also writes jiggler's lines to standard output.
-      def log_to_stdout
+      # A Rails logger that writes only to a file (as in development) also writes jiggler's lines to standard output,
+      # in the `log_format` of the setting.
+      def log_to_stdout(format)
         logger = ::Rails.logger
         return unless logger.respond_to?(:broadcast_to) && !ActiveSupport::Logger.logger_outputs_to?(logger, $stdout, $stderr)
-        logger.broadcast_to(Logger.build($stdout).tap { |stdout| stdout.level = logger.level })
+        logger.broadcast_to(Logger.build($stdout, format: format).tap { |stdout| stdout.level = logger.level })
       end
     end
   end

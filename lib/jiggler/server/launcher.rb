@@ -66,7 +66,9 @@ module Jiggler
       # @parameter parent [Async::Task]
       # @raises [Store::ConnectionError] when the store cannot be reached.
       def start(parent: Async::Task.current)
-        Jiggler.client = Client.new(@client_store) unless @config[:client_redis_pool]
+        # Jobs enqueue through the store's pool, shared by the fibers; with `client_redis_pool` through the app's pool,
+        # and with `transactional_enqueue` on the app's Active Record connection, in the job's own transaction.
+        Jiggler.client = Client.new(@config[:transactional_enqueue] ? Store.client(@config) : @client_store) unless @config[:client_redis_pool]
         @heartbeat.start
         @executions.start(parent: parent)
         @cancellations.start

@@ -66,8 +66,8 @@ module Jiggler
         # @parameter url [String | Nil] a postgres:// URL; nil with `connection`.
         # @parameter schema [String] the schema the store's tables live in.
         # @parameter size [Integer] connections at most.
-        # @parameter connection [PG::Connection | Nil] an application's connection to write through
-        #   instead.
+        # @parameter connection [PG::Connection | #with_connection | Nil] an application's connection to
+        #   write through instead, or what lends one for each call (Rails::ActiveRecordConnection).
         def initialize(url:, schema:, size: 1, connection: nil)
           @url = url
           @schema = schema
@@ -88,7 +88,8 @@ module Jiggler
         # Runs a block with a connection, one caller at a time for each.
         # @yields {|connection| ...} a PG::Connection.
         def with(&block)
-          return yield(@lent) if @lent
+          return yield(@lent) if @lent.is_a?(PG::Connection)
+          return @lent.with_connection(&block) if @lent
           @pool.with { |connection| usable(connection).then(&block) }
         rescue PG::Error, ConnectionPool::TimeoutError => error
           raise ConnectionError, failure(error)

@@ -17,5 +17,8 @@ if ENV["APP_EVENTS"]
   end.new)
 end
 
+# On PostgreSQL (test/rails/transactional_enqueue_test.rb), jobs are written on the app's own connection.
+Jiggler.configure { |config| config[:transactional_enqueue] = true } if ENV["APP_TRANSACTIONAL_ENQUEUE"]
+
 # The recurring test's server reads config/recurring.yml; the others run no recurring task.
 Jiggler.configure { |config| config[:recurring_file] = ENV["APP_RECURRING"] } if ENV["APP_RECURRING"]
