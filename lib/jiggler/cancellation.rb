@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require_relative "payload"
+require_relative "limited_job"
+require_relative "store/connection_error"
 
 module Jiggler
   # Cancels a job wherever it is (Jiggler.cancel, the dashboard's Cancel, `jiggler cancel`). The request is recorded
@@ -8,7 +10,8 @@ module Jiggler
   # this looks for it is cancelled when it starts. Then a job that waits (queued, scheduled, retrying, a batch item,
   # or waiting for a concurrency slot) is moved by the store, in one atomic step, to the dead set marked
   # `"cancelled" => {"by", "at"}`, as a running job is (Server::Failure.cancel): neither retried nor counted as a
-  # failure, its unique lock released. A job is either taken out waiting or fetched to run, never both, never lost.
+  # failure, its unique lock and its concurrency slot released. A job is either taken out waiting or fetched to run,
+  # never both, never lost.
   module Cancellation
     module_function
 
@@ -21,10 +24,24 @@ module Jiggler
     def cancel(store, jid, by:, config: Jiggler.config, now: Time.now.to_f)
       raise ArgumentError, "cancel takes a job id (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
       store.request_cancel(jid, by.to_s, now)
+      taken = nil
       removed = store.cancel_waiting(jid, now: now, dead_cutoff: now - config[:dead_timeout], dead_max: config[:dead_max_jobs]) do |payload|
+        taken = payload
         marked(payload, by.to_s, now)
       end
-      removed ? :removed : :requested
+      return :requested unless removed
+      free_slot(store, taken)
+      :removed
+    end
+
+    # Frees the concurrency slot a queued job may hold (one reserved for it when it left its key's waiting list), as
+    # the server frees a cancelled running job's: else the key stays full until the slot's ttl. A second step: cut
+    # before it, the job is cancelled all the same and the ttl frees the slot.
+    def free_slot(store, payload)
+      job = Payload.load(payload)
+      LimitedJob.release(store, job) if job.is_a?(Hash) && job["limits"]
+    rescue Payload::MalformedError, Store::ConnectionError
+      nil
     end
 
     # The payload with the cancel recorded on it, as Server::Failure.cancel records it on a running job.

@@ -63,6 +63,18 @@ describe Jiggler::Cancellation do
     assert_equal [["b" * 24], []], [@store.queue_entries("default").map { |entry| Jiggler::Payload.load(entry)["jid"] }, dead_jids]
   end
 
+  it "frees the concurrency slot reserved for a queued job it cancels, as for a running one" do
+    limited = ->(jid) { Jiggler::Payload.dump({"jid" => jid, "name" => "RecordJob", "args" => [], "queue" => "default", "limits" => {"concurrency" => {"key" => "K", "limit" => 1, "ttl" => 600}}}) }
+    acquire = ->(fetched) { @store.acquire_slot("p", fetched, key: "K", limit: 1, jid: Jiggler::Payload.load(fetched.payload)["jid"], ttl: 600, reliable: true) }
+    @store.push("default", [limited.call("d" * 24), limited.call("e" * 24)])
+    first, second = @store.fetch("p", ["default"], limit: 2)
+    assert_equal [true, false], [acquire.call(first), acquire.call(second)]
+    @store.release_slot("K", "d" * 24, limit: 1, ttl: 600) # e leaves the waiting list, its slot reserved
+    assert_equal :removed, Jiggler::Cancellation.cancel(@store, "e" * 24, by: "ops", config: config)
+    @store.push("default", [limited.call("f" * 24)])
+    assert acquire.call(@store.fetch("p", ["default"], limit: 1).first), "the slot e held is free"
+  end
+
   it "only requests the cancel of a job that does not wait" do
     log = CancellationCalls.new(@store)
     assert_equal :requested, Jiggler::Cancellation.cancel(log, "c" * 24, by: "ops", config: config)
