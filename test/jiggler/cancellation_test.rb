@@ -54,6 +54,7 @@ describe Jiggler::Cancellation do
     running = Jiggler::Server::Failure.cancel(fetched, Jiggler::Payload.load(payload("a" * 24)), "ops", 1_000.5)
     assert_equal Jiggler::Payload.load(running.payload), dead
     assert_equal [["a" * 24, "ops"]], @store.cancel_requests(1_000.5).map { |request| [request.jid, request.by] }
+    assert_equal({"type" => "cancelled", "by" => "ops"}, @store.history("a" * 24).last.last, "its history says so, as a running job's")
   end
 
   it "leaves the job waiting when the move fails part way: nothing of it is written" do

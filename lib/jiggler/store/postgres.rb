@@ -34,8 +34,8 @@ module Jiggler
     #
     # It keeps the contract of contract.md, one role per module (QueuePath with Wake, Registry,
     # Batches, Results, Admin, AdminActions, Signals, Metrics, Recurrences, Uniqueness, Limits,
-    # Rates, Cancels, CancelWaiting). The roles share one explicit Connection (`@db`) and the writes below, and call one
-    # another's public methods, nothing private of one another.
+    # Rates, Cancels, CancelWaiting). The roles share one explicit Connection (`@db`) and the writes
+    # below, and call one another's public methods, nothing private of one another.
     class Postgres
       # Raised when the database cannot be used.
       class ConnectionError < Store::ConnectionError; end
@@ -152,7 +152,7 @@ module Jiggler
           [cutoff, max])
       end
 
-      # Takes a key's transaction advisory lock: steps of one concurrency or rate limit key, one at a time.
+      # Takes a key's transaction advisory lock: the steps of one limit key run one at a time.
       def lock_key(kind, key)
         @db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
           ["#{@channel}:#{kind}:#{key}"])

@@ -7,15 +7,15 @@ module Jiggler
   module Store
     class Redis
       # Cancels a job where it waits (Jiggler.cancel): in the scheduled or retry set, a batch, its limit key's waiting
-      # list or a queue. The job is looked for by reads, places it may leave before those it may go to (a due job
-      # moves from its set to a queue, a freed slot moves a waiting job to a queue), so one that moves meanwhile is
-      # found further on; then one script (cancel.lua) takes it out and stores it cancelled, only if it is still
-      # where it was found. A job fetched in between is left to the cancel request.
+      # list or a queue. The job is looked for by reads, in the places it may leave before those it may go to (a due
+      # job moves from its set to a queue, a freed slot moves a waiting job to a queue), so one that moves meanwhile is
+      # found further on; then one script (cancel.lua) takes it out and stores it cancelled, only if it is still where
+      # it was found. A job fetched in between is left to the cancel request.
       module CancelWaiting
         CANCEL = Script.new("cancel")
         # Entries read per call while looking.
         PAGE = 1_000
-        # Looks again when the job left the place it was found in before the script ran (moved on, not fetched).
+        # Looks again when the job left the place it was found in before the script ran (it moved on).
         ATTEMPTS = 3
         private_constant :CANCEL, :PAGE, :ATTEMPTS
 
@@ -30,10 +30,12 @@ module Jiggler
           ATTEMPTS.times do
             found = find_waiting(jid) or return false
             kind, key, member, payload, name, limit_key = found
-            job = parse_job(payload)
-            lock = job.dig("unique", "lock") if job["unique"].is_a?(Hash)
-            keys = [key, @keys.dead, @keys.unique(lock.to_s), @keys.unique_index, @keys.limit("keys"), @keys.limit("counts"), @keys.batches]
-            argv = [kind, member, now, yield(payload), dead_cutoff, dead_max, jid, lock.is_a?(String) ? 1 : 0, name.to_s, limit_key.to_s]
+            unique = parse_job(payload)["unique"]
+            lock = unique["lock"] if unique.is_a?(Hash)
+            keys = [key, @keys.dead, @keys.unique(lock.to_s), @keys.unique_index, @keys.limit("keys"),
+              @keys.limit("counts"), @keys.batches]
+            argv = [kind, member, now, yield(payload), dead_cutoff, dead_max, jid, lock.is_a?(String) ? 1 : 0,
+              name.to_s, limit_key.to_s]
             return true if with { |redis| CANCEL.call(redis, keys, argv) } == 1
           end
           false
@@ -49,14 +51,15 @@ module Jiggler
           with { |redis| redis.call("SMEMBERS", @keys.batches) }.each do |batch|
             member = scan_set(@keys.batch(batch), jid) and return ["batch", @keys.batch(batch), member, member, batch]
           end
-          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |key|
-            entry = scan_list(@keys.limit("waiting", key)) { |queue_jid_payload| queue_jid_payload.split("|", 3)[1] == jid }
-            next unless entry
+          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |limit_key|
+            key = @keys.limit("waiting", limit_key)
+            # Entries are "queue|jid|payload".
+            entry = scan_list(key) { |waiting| waiting.split("|", 3)[1] == jid } or next
             queue, _, payload = entry.split("|", 3)
-            return ["waiting", @keys.limit("waiting", key), entry, payload, queue, key]
+            return ["waiting", key, entry, payload, queue, limit_key]
           end
           with { |redis| redis.call("SMEMBERS", @keys.queues) }.each do |queue|
-            payload = scan_list(@keys.queue(queue)) { |candidate| candidate.include?(jid) && parse_job(candidate)["jid"] == jid }
+            payload = scan_list(@keys.queue(queue)) { |queued| queued.include?(jid) && parse_job(queued)["jid"] == jid }
             return ["list", @keys.queue(queue), payload, payload] if payload
           end
           nil
