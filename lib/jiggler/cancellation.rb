@@ -1,26 +1,21 @@
 # frozen_string_literal: true
 
 require_relative "payload"
-require_relative "unique_job"
-require_relative "store/fetched"
-require_relative "store/failed"
+require_relative "limited_job"
+require_relative "store/connection_error"
 
 module Jiggler
   # Cancels a job wherever it is (Jiggler.cancel, the dashboard's Cancel, `jiggler cancel`). The request is recorded
   # and announced first, so that whichever process runs the job stops it at its next I/O, and a job fetched while
-  # this looks for it is cancelled when it starts. Then a job waiting (scheduled, retrying or queued) is taken out:
-  # it ends in the dead set marked `"cancelled" => {"by", "at"}`, as a running job does, neither retried nor counted
-  # as a failure, and a unique job's lock is released.
-  #
-  # Finding a queued job reads its queues a page at a time (an admin action, not a server's path); a job taken from
-  # a queue is deleted, then written to the dead set: a crash between the two loses a job that was being cancelled.
+  # this looks for it is cancelled when it starts. Then a job that waits (queued, scheduled, retrying, a batch item,
+  # or waiting for a concurrency slot) is moved by the store, in one atomic step, to the dead set marked
+  # `"cancelled" => {"by", "at"}`, as a running job is (Server::Failure.cancel): neither retried nor counted as a
+  # failure, its unique lock and its concurrency slot released. A job is either taken out waiting or fetched to run,
+  # never both, never lost.
   module Cancellation
-    # Queue entries read per page while looking for a queued job.
-    PAGE = 1_000
-
     module_function
 
-    # @parameter store [Store::Redis | Store::SQLite]
+    # @parameter store [Store::Redis | Store::SQLite | Store::Postgres]
     # @parameter jid [String]
     # @parameter by [String] who cancels, recorded on the job.
     # @parameter config [Config] the dead set's limits.
@@ -29,54 +24,32 @@ module Jiggler
     def cancel(store, jid, by:, config: Jiggler.config, now: Time.now.to_f)
       raise ArgumentError, "cancel takes a job id (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
       store.request_cancel(jid, by.to_s, now)
-      mark = ->(payload) { marked(payload, by.to_s, now) }
-      removed = %i[scheduled retry].any? { |set| from_set(store, set, jid, now, mark) }
-      removed ||= from_queues(store, jid, config, now, mark)
-      removed ? :removed : :requested
+      taken = nil
+      removed = store.cancel_waiting(jid, now: now, dead_cutoff: now - config[:dead_timeout], dead_max: config[:dead_max_jobs]) do |payload|
+        taken = payload
+        marked(payload, by.to_s, now)
+      end
+      return :requested unless removed
+      free_slot(store, taken)
+      :removed
     end
 
-    # The payload with the cancel recorded on it.
+    # Frees the concurrency slot a queued job may hold (one reserved for it when it left its key's waiting list), as
+    # the server frees a cancelled running job's: else the key stays full until the slot's ttl. A second step: cut
+    # before it, the job is cancelled all the same and the ttl frees the slot.
+    def free_slot(store, payload)
+      job = Payload.load(payload)
+      LimitedJob.release(store, job) if job.is_a?(Hash) && job["limits"]
+    rescue Payload::MalformedError, Store::ConnectionError
+      nil
+    end
+
+    # The payload with the cancel recorded on it, as Server::Failure.cancel records it on a running job.
     def marked(payload, by, now)
       job = Payload.load(payload)
       Payload.dump(job.merge("cancelled" => {"by" => by, "at" => now}))
     rescue Payload::MalformedError
       payload
     end
-
-    def from_set(store, set, jid, now, mark)
-      entry = store.set_entries(set, limit: 50, filter: jid).find { |payload, _| jid_of(payload) == jid } or return false
-      payload, score = entry
-      UniqueJob.released(store, [payload]) do
-        store.kill_set_entries(set, [[score, jid]], now: now) { |stored| mark.call(stored) }
-      end.positive?
-    end
-
-    def from_queues(store, jid, config, now, mark)
-      store.queue_sizes.each_key.any? do |queue|
-        payload = find_queued(store, queue, jid) or next false
-        next false unless UniqueJob.released(store, [payload]) { store.delete_queue_entry(queue, payload) }
-        failed = Store::Failed.new(fetched: Store::Fetched.new(nil, queue, payload), set: :cancelled, at: now, payload: mark.call(payload))
-        store.fail("cancel", [failed], reliable: false, dead_cutoff: now - config[:dead_timeout], dead_max: config[:dead_max_jobs])
-        true
-      end
-    end
-
-    def find_queued(store, queue, jid)
-      offset = 0
-      loop do
-        page = store.queue_entries(queue, limit: PAGE, offset: offset)
-        found = page.find { |payload| payload.include?(jid) && jid_of(payload) == jid }
-        return found if found || page.size < PAGE
-        offset += PAGE
-      end
-    end
-
-    def jid_of(payload)
-      job = Payload.parse(payload)
-      job["jid"] if job.is_a?(Hash)
-    rescue Payload::MalformedError
-      nil
-    end
-    private_class_method :from_set, :from_queues, :find_queued, :jid_of
   end
 end

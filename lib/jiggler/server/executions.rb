@@ -47,6 +47,10 @@ module Jiggler
         execution
       end
 
+      # Who asked to cancel a job that has not started, if anyone did (a job checked before it starts).
+      # @returns [String | Nil]
+      def requested_by(jid) = (@requested[jid] unless @requested.empty?)
+
       # Forgets a job that ended, and its timer.
       # @parameter execution [Job::Execution]
       def finish(execution)

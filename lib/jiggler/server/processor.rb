@@ -102,7 +102,12 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
-        return WAITING if (limits = job["limits"]) && @gate && !@gate.enter(fetched, job, limits)
+        if (limits = job["limits"]) && @gate
+          # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
+          by = @executions&.requested_by(job["jid"])
+          return cancelled(fetched, job, by) if by
+          return WAITING unless @gate.enter(fetched, job, limits)
+        end
         release(job, :started) if job["unique"]
         execution = track(instance, job)
         return ended(fetched, job, execution) if execution&.cancelled_by # cancelled before it started
@@ -148,7 +153,11 @@ module Jiggler
       # A job ended by a cancel (to the dead set, marked, not a failure) or by its timeout (a JobTimeout failure).
       def ended(fetched, job, execution)
         return failed(fetched, job, JobTimeout.new(execution.timeout)) if execution.ended_by == :timeout
-        by = execution.cancelled_by
+        cancelled(fetched, job, execution.cancelled_by)
+      end
+
+      # A cancelled job: to the dead set, marked, not a failure; its lock and slot are given back.
+      def cancelled(fetched, job, by)
         @logger.warn("cancelled: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} by #{by}")
         release(job, :finished) if job["unique"]
         leave(job) if job["limits"] && @gate

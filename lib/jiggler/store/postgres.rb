@@ -21,6 +21,7 @@ require_relative "postgres/uniqueness"
 require_relative "postgres/limits"
 require_relative "postgres/rates"
 require_relative "postgres/cancels"
+require_relative "postgres/cancel_waiting"
 
 module Jiggler
   module Store
@@ -33,8 +34,8 @@ module Jiggler
     #
     # It keeps the contract of contract.md, one role per module (QueuePath with Wake, Registry,
     # Batches, Results, Admin, AdminActions, Signals, Metrics, Recurrences, Uniqueness, Limits,
-    # Rates, Cancels). The roles share one explicit Connection (`@db`) and the writes below, and call one
-    # another's public methods, nothing private of one another.
+    # Rates, Cancels, CancelWaiting). The roles share one explicit Connection (`@db`) and the writes
+    # below, and call one another's public methods, nothing private of one another.
     class Postgres
       # Raised when the database cannot be used.
       class ConnectionError < Store::ConnectionError; end
@@ -53,6 +54,7 @@ module Jiggler
       include Limits
       include Rates
       include Cancels
+      include CancelWaiting
 
       CHUNK = 5000
       SETS = %w[scheduled retry dead].freeze
@@ -141,6 +143,19 @@ module Jiggler
           payloads = payloads.map { |payload| @db.bytes(payload) }
           @db.query(INSERT, [state, batch, queues, times, payloads]).flatten
         end
+      end
+
+      # Drops dead jobs older than `cutoff` and beyond the newest `max`.
+      def trim_dead(cutoff, max)
+        @db.query("DELETE FROM @.jobs WHERE state = 'dead' AND (run_at < $1 OR id NOT IN " \
+          "(SELECT id FROM @.jobs WHERE state = 'dead' ORDER BY run_at DESC, id DESC LIMIT $2))",
+          [cutoff, max])
+      end
+
+      # Takes a key's transaction advisory lock: the steps of one limit key run one at a time.
+      def lock_key(kind, key)
+        @db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
+          ["#{@channel}:#{kind}:#{key}"])
       end
 
       def count(name, amount)

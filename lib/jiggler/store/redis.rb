@@ -12,6 +12,7 @@ require_relative "redis/admin"
 require_relative "redis/admin_actions"
 require_relative "redis/signals"
 require_relative "redis/cancels"
+require_relative "redis/cancel_waiting"
 require_relative "redis/metrics"
 require_relative "redis/recurrences"
 require_relative "redis/uniqueness"
@@ -41,6 +42,7 @@ module Jiggler
       include AdminActions
       include Signals
       include Cancels
+      include CancelWaiting
       include Metrics
       include Recurrences
       include Uniqueness

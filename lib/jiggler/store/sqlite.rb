@@ -14,6 +14,7 @@ require_relative "sqlite/admin"
 require_relative "sqlite/admin_actions"
 require_relative "sqlite/signals"
 require_relative "sqlite/cancels"
+require_relative "sqlite/cancel_waiting"
 require_relative "sqlite/metrics"
 require_relative "sqlite/recurrences"
 require_relative "sqlite/uniqueness"
@@ -43,6 +44,7 @@ module Jiggler
       include AdminActions
       include Signals
       include Cancels
+      include CancelWaiting
       include Metrics
       include Recurrences
       include Uniqueness
@@ -150,6 +152,12 @@ module Jiggler
       def prune(queue_db, now)
         queue_db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
         queue_db.db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
+      end
+
+      # Drops dead jobs older than `cutoff` and beyond the newest `max`.
+      def trim_dead(queue_db, cutoff, max)
+        queue_db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
+          "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
       end
 
       def set_state(set)

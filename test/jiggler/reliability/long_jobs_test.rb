@@ -54,6 +54,29 @@ StoreTarget.describe_each "long jobs" do
     refute_includes recorded, "start:q"
   end
 
+  it "races a server that fetches while jobs are cancelled: each is taken out unrun or fetched, never both, none lost" do
+    values = Array.new(200) { |index| "race#{index}" }
+    jids = values.to_h { |value| [value, LongJobs::SleepJob.enqueue(value, 0.05)] }
+    start_long("-c", "5")
+    recorded_at("start:race0")
+    # In the order the server takes them: the first ones are running or held, the later ones still queued.
+    results = jids.to_h { |value, jid| [value, Jiggler.cancel(jid, by: "race")] }
+    finished = -> { recorded.select { |entry| entry.start_with?("done:") }.map { |entry| entry.delete_prefix("done:") } }
+    dead = wait_for(timeout: 30, message: "every job cancelled or done") do
+      cancelled = dead_jobs.to_h { |job| [job["args"].first, job] }
+      cancelled if (cancelled.keys | finished.call).sort == values.sort
+    end
+    removed, requested = values.partition { |value| results[value] == :removed }
+    refute_empty removed, "no job was still waiting: no race"
+    refute_empty requested, "no job was fetched first: no race"
+    assert_empty finished.call & dead.keys, "a job both ran to its end and was cancelled"
+    assert_equal values.size, dead_jobs.size + finished.call.size, "each job ends once"
+    assert_empty removed.select { |value| recorded.include?("start:#{value}") }, "a job taken out waiting also ran"
+    assert(removed.all? { |value| dead[value]&.dig("cancelled", "by") == "race" }, "a job taken out is dead, marked")
+    assert(dead.values.all? { |job| job.dig("cancelled", "by") == "race" && !job.key?("error_class") })
+    assert_equal [0, 0, {}], Jiggler.summary.values_at("retry_jobs_count", "failures_count", "queues")
+  end
+
   it "stops a running job on another process within 1 s (p99 of 20), its ensure run, marked cancelled" do
     start_long("-c", "5")
     latencies = 20.times.map do |index|

@@ -4,6 +4,8 @@ require "test_helper"
 require "support/loop_test"
 require "jiggler/server/fetcher"
 require "jiggler/server/gate"
+require "jiggler/server/executions"
+require "jiggler/store/cancel_request"
 require "jiggler/server/workers"
 require "jiggler/metrics/recorder"
 
@@ -99,6 +101,23 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       assert_equal again.map(&:handle), Jiggler.store.in_flight(GateTest::PROCESS).map(&:handle), "the new delivery was acknowledged"
       assert_equal 0, Jiggler.store.counts[:processed]
     end
+  end
+
+  it "ends a job cancelled before it reaches its limit as cancelled, without its waiting for a slot" do
+    executions = Jiggler::Server::Executions.new(logger: logger)
+    executions.requested([Jiggler::Store::CancelRequest.new(jid: "c" * 24, by: "ops", at: Time.now.to_f)])
+    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: true, store: -> { Jiggler.store })
+    processor = Jiggler::Server::Processor.new(logger: logger, results: Jiggler.store, gate: gate, executions: executions)
+    hold_slot
+    limits = {"concurrency" => {"key" => GateTest::KEY, "limit" => 1, "ttl" => 60}}
+    Jiggler.store.push("default", [JSON.dump("jid" => "c" * 24, "name" => GateTest::KEY, "args" => [], "limits" => limits)])
+    in_reactor do
+      failed = processor.call(fetch.first)
+      assert_equal [:cancelled, "ops"], [failed.set, Jiggler::Payload.load(failed.payload).dig("cancelled", "by")]
+      assert_equal({}, Jiggler.store.waiting_counts)
+    end
+  ensure
+    executions&.stop
   end
 
   it "counts a job that waits for its slot neither as a run nor as processed, in at-most-once mode too" do

@@ -141,6 +141,54 @@ describe Jiggler::Store::Redis do
     end
   end
 
+  describe "cancel_waiting" do
+    # The commands the store sends from now on (those of its scripts are not seen: they run in Redis).
+    def sent_commands
+      commands = []
+      recorder = Class.new(SimpleDelegator) do
+        define_method(:call) { |*command, **options| (commands << command.first.to_s.upcase) && super(*command, **options) }
+        define_method(:call_v) { |command| (commands << command.first.to_s.upcase) && super(command) }
+      end
+      subject.define_singleton_method(:with) { |&block| super() { |redis| block.call(recorder.new(redis)) } }
+      commands
+    end
+
+    def cancel(jid) = subject.cancel_waiting(jid, now: now, dead_cutoff: 0.0, dead_max: 100) { |payload| payload }
+
+    # Runs a block once, after the store looked for the job and before its script runs.
+    def between_look_and_move(&block)
+      subject.define_singleton_method(:find_waiting) do |jid|
+        found = super(jid)
+        block&.call
+        block = nil
+        found
+      end
+    end
+
+    it "moves the job with one script call, and only reads while it looks (no keyspace walk)" do
+      subject.push("default", [job(jid: "0" * 24), job, job(jid: "a" * 24), job])
+      assert cancel("0" * 24) # the script is loaded
+      commands = sent_commands
+      assert cancel("a" * 24)
+      assert_includes commands, "LRANGE", "it looked in the queue"
+      assert_equal ["EVALSHA"], commands - %w[ZSCAN SMEMBERS HKEYS LRANGE], "commands sent: #{commands.inspect}"
+    end
+
+    it "leaves a job a fetch took between the look and the move to the cancel request" do
+      subject.push("default", [job(jid: "b" * 24)])
+      between_look_and_move { fetch(limit: 1) }
+      refute cancel("b" * 24)
+      assert_equal [1, 0], [subject.in_flight_count(StoreContract::PROCESS), subject.counts[:dead]]
+    end
+
+    it "looks again for a job that moved on between the look and the move, and cancels it there" do
+      subject.schedule([[now - 1, job(jid: "c" * 24)]])
+      between_look_and_move { enqueue_due(now) }
+      assert cancel("c" * 24)
+      assert_equal [{}, 0, 1], [subject.queue_sizes, subject.counts[:scheduled], subject.counts[:dead]]
+    end
+  end
+
   describe "fetch_when_pushed" do
     def waiter = @waiter ||= Jiggler::Store.dedicated(Jiggler.config)
 

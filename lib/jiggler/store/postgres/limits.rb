@@ -48,11 +48,6 @@ module Jiggler
 
         private
 
-        def lock_key(kind, key)
-          @db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
-            ["#{@channel}:#{kind}:#{key}"])
-        end
-
         def slot_free?(key, jid, limit)
           slots = @db.query("SELECT count(*), count(*) FILTER (WHERE jid = $2) FROM @.limit_slots " \
             "WHERE key = $1", [key, jid]).first

@@ -138,12 +138,6 @@ module Jiggler
           values = [set, failed.at, @db.bytes(failed.payload), failed.fetched.handle, process]
           @db.change(FAIL, values) == 1
         end
-
-        def trim_dead(cutoff, max)
-          @db.query("DELETE FROM @.jobs WHERE state = 'dead' AND (run_at < $1 OR id NOT IN " \
-            "(SELECT id FROM @.jobs WHERE state = 'dead' ORDER BY run_at DESC, id DESC LIMIT $2))",
-            [cutoff, max])
-        end
       end
     end
   end

@@ -158,11 +158,6 @@ module Jiggler
           {"type" => "failed"}
         end
 
-        def trim_dead(queue_db, cutoff, max)
-          queue_db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
-            "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
-        end
-
         def earliest_due(db) = db.get_first_value("SELECT min(run_at) FROM jobs WHERE state IN ('scheduled', 'retry')")
       end
     end
