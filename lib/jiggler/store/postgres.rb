@@ -107,7 +107,8 @@ module Jiggler
       # A human name for logs, without the password.
       def description
         where = @db.url ? Config::Redaction.url(@db.url) : "(an application's connection)"
-        "PostgreSQL #{where}, schema #{@db.schema.inspect}"
+        pooled = " (behind a pooler that refuses startup options: statement and lock timeouts are the role's)" if @db.pooled?
+        "PostgreSQL #{where}, schema #{@db.schema.inspect}#{pooled}"
       end
 
       # Connects, making the tables when needed; raises ConnectionError unless the database answers.

@@ -32,6 +32,8 @@ module Jiggler
             "-c idle_in_transaction_session_timeout=60000 -c client_min_messages=warning"
         }.freeze
         POOL_TIMEOUT = 10
+        # What PgBouncer answers a connection that sends `options`.
+        REFUSED_OPTIONS = "unsupported startup parameter: options"
         ABANDONED = [PG::PQTRANS_ACTIVE, PG::PQTRANS_INERROR, PG::PQTRANS_UNKNOWN].freeze
 
         # A payload sent as bytes (bytea), which a text parameter could not carry (a NUL, bytes that
@@ -77,13 +79,27 @@ module Jiggler
           @pool = new_pool(size) unless connection
         end
 
-        # A new connection of the store's own, outside the pool (the wake subscription's).
+        # A new connection of the store's own, outside the pool (the wake subscription's). A pooler
+        # that refuses startup options (PgBouncer) gets a connection without them: the timeouts are
+        # then the role's or the database's (`ALTER ROLE ... SET statement_timeout`), and `pooled?`
+        # says so.
         # @returns [PG::Connection]
         def connect
-          PG.connect(@url, **SETTINGS)
-        rescue PG::Error => error
-          raise ConnectionError, failure(error)
+          without_options = @pooled
+          begin
+            connection = PG.connect(@url, **(without_options ? SETTINGS.except(:options) : SETTINGS))
+            # Without `client_min_messages=warning`, the schema's IF NOT EXISTS notices would reach stderr.
+            connection.set_notice_receiver { |result| quiet(result) } if without_options
+            connection
+          rescue PG::Error => error
+            raise ConnectionError, failure(error) if without_options || !error.message.include?(REFUSED_OPTIONS)
+            @pooled = without_options = true
+            retry
+          end
         end
+
+        # Whether a pooler in front of the database refused the connections' startup options.
+        def pooled? = @pooled == true
 
         # Runs a block with a connection, one caller at a time for each.
         # @yields {|connection| ...} a PG::Connection.
@@ -157,6 +173,11 @@ module Jiggler
           when Array then value.map { |item| exact(item) }
           else value
           end
+        end
+
+        def quiet(result)
+          severity = result.error_field(PG::Result::PG_DIAG_SEVERITY_NONLOCALIZED)
+          warn(result.error_message) unless %w[NOTICE DEBUG LOG INFO].include?(severity)
         end
 
         def new_pool(size) = ConnectionPool.new(size: size, timeout: POOL_TIMEOUT) { connect }

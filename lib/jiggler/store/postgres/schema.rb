@@ -180,14 +180,23 @@ module Jiggler
         # Makes the tables unless they exist at this version.
         # @parameter db [Connection]
         def ensure(db)
-          return if current?(db)
-          db.transaction do
-            db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
-            next if current?(db) # made meanwhile by another process
-            db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-            [TABLES, JSON, FETCH, RATE].each { |sql| db.run(sql) }
-            db.query("DELETE FROM @.schema_version")
-            db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
+          attempts = 0
+          begin
+            return if current?(db)
+            db.transaction do
+              db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
+              next if current?(db) # made meanwhile by another process
+              db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
+              [TABLES, JSON, FETCH, RATE].each { |sql| db.run(sql) }
+              db.query("DELETE FROM @.schema_version")
+              db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
+            end
+          rescue ConnectionError => error
+            # A transaction that waited for the lock may still read the catalog as it was when it began (an advisory
+            # lock does not refresh it), miss the schema another process just made, and collide with it: a new
+            # transaction sees it.
+            raise unless error.cause.is_a?(PG::UniqueViolation) && (attempts += 1) < 3
+            retry
           end
         end
 

@@ -7,8 +7,8 @@ module Jiggler
       # scheduled sooner than the others NOTIFY the schema's channel in their transaction, so the
       # notification leaves at commit, and not at all on rollback. A waiting server LISTENs on a
       # connection of its own, outside the pool: a session of its own, which a PgBouncer in
-      # transaction mode cannot give (README, "PostgreSQL"): there the servers' polls find the work
-      # instead.
+      # transaction mode cannot give (README, "PgBouncer"). Behind such a pooler (Connection#pooled?)
+      # nothing is announced: a wait only waits, and the servers' polls find the work.
       module Wake
         KINDS = {"queues" => :queues, "schedule" => :schedule}.freeze
         WAITING = "SELECT EXISTS (SELECT 1 FROM @.jobs WHERE state = 'queued'), " \
@@ -24,6 +24,7 @@ module Jiggler
             missed = subscribe
             return missed if missed
           end
+          return sleep(timeout) && nil if @db.pooled?
           heard = []
           return unless @subscription.wait_for_notify(timeout) { |_, _, kind| heard << kind }
           # The rest, already here.
@@ -42,6 +43,7 @@ module Jiggler
         #   on the first, what already waits (pushed before LISTEN took hold, announced to nobody).
         def subscribe
           @subscription = @db.connect
+          return if @db.pooled? # a LISTEN through a pooler hears nothing: its session is not ours
           @subscription.exec("LISTEN #{PG::Connection.quote_ident(@channel)}")
           return :any if @resubscribing
           @resubscribing = true
