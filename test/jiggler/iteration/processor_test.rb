@@ -63,6 +63,18 @@ module IterationProcessorTest
     def on_complete = DONE << :complete
   end
 
+  # Computes without I/O for 10 ms an item: only the check between items can end it.
+  class Busy
+    include Jiggler::Iteration
+
+    def build_enumerator(cursor:) = enum_range(1, 1_000, cursor: cursor)
+
+    def each_iteration(_number)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 0.01
+      nil while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    end
+  end
+
   class NotAnEnumerator
     include Jiggler::Iteration
 
@@ -166,6 +178,13 @@ describe "an iterable job in the processor" do
     assert_equal :cancelled, record.set
     assert_equal [1, 2, 3, 4, 5], numbers
     assert_equal 5, Jiggler::Payload.load(record.payload)["cursor"]
+  end
+
+  it "sees its timeout between two items, even when it never does I/O, and is retried from its cursor" do
+    record = run_job(payload("IterationProcessorTest::Busy", [], timeout: 0.1))
+    job = Jiggler::Payload.load(record.payload)
+    assert_equal [:retry, "Jiggler::JobTimeout"], [record.set, job["error_class"]]
+    assert_includes 5..12, job["cursor"], "about 10 items of 10 ms in 0.1 s"
   end
 
   it "goes on when a checkpoint finds the job no longer in flight here" do
