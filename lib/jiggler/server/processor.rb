@@ -288,13 +288,17 @@ module Jiggler
         @reloads = Job.reloads
       end
 
-      # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.
+      # A job class by name, as [class, method to call, its arity, result_ttl, whether it is iterable]; cached in
+      # @classes.
       def resolve(name)
         klass = constant(name)
         raise UnknownJobError, "#{name} is not a Jiggler::Job" unless klass.is_a?(Class) && klass.include?(Job)
         method = klass.job_options[:batch_size] ? :perform_batch : :perform
         raise UnknownJobError, "#{name} has no #{method} method" unless klass.method_defined?(method)
-        [klass, method, arity(klass.instance_method(method)), klass.job_options[:result_ttl], klass.respond_to?(:jiggler_iterable?)]
+        iterable = klass.respond_to?(:jiggler_iterable?)
+        # An iterable job's arguments are those of its build_enumerator (Iteration#perform takes any).
+        signature = klass.instance_method(iterable ? :build_enumerator : method)
+        [klass, method, arity(signature), klass.job_options[:result_ttl], iterable]
       end
 
       # A payload's "wrapper" runs the job in its class's place (Active Job's does): only a class that says it is one

@@ -193,6 +193,12 @@ describe "an iterable job in the processor" do
     assert_equal [*1..7], numbers
   end
 
+  it "checks the arguments against build_enumerator's" do
+    job = Jiggler::Payload.load(run_job(payload("IterationProcessorTest::Numbers", [10, 11])).payload)
+    assert_equal "Jiggler::Server::Processor::ArityError", job["error_class"]
+    assert_match(/wrong number of arguments for IterationProcessorTest::Numbers#perform \(given 2, expected 1\)/, job["error_message"])
+  end
+
   it "fails with a clear error when build_enumerator returns no Enumerator" do
     record = run_job(payload("IterationProcessorTest::NotAnEnumerator", []))
     job = Jiggler::Payload.load(record.payload)
