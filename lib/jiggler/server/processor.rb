@@ -174,7 +174,7 @@ module Jiggler
       # that stopped for the shutdown (Iteration::Interruption) goes back to its queue instead.
       def snoozed(fetched, job, snooze)
         leave(job) if job["limits"] && @gate
-        return interrupted(fetched, job) if snooze.is_a?(Iteration::Interruption)
+        return iteration_requeued(fetched, job) if snooze.is_a?(Iteration::Interruption)
         @logger.info { "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} for #{snooze.seconds} s" }
         Failure.snooze(fetched, job, snooze.seconds, Time.now.to_f)
       end
@@ -182,7 +182,7 @@ module Jiggler
       # An iterable job that stopped between two items for the shutdown: back at the head of its queue at once, with
       # its cursor, its attempts unchanged. It left flight, so it is not acknowledged (WAITING); if the store cannot
       # be reached it stays in flight as checkpointed, for the shutdown's requeue or a reaper.
-      def interrupted(fetched, job)
+      def iteration_requeued(fetched, job)
         job["interruptions"] = JobRules.count(job["interruptions"]) + 1
         moved = @iterations.requeue(fetched, job)
         @logger.warn do
