@@ -8,6 +8,7 @@ require_relative "jiggler/payload"
 require_relative "jiggler/store"
 require_relative "jiggler/client"
 require_relative "jiggler/job"
+require_relative "jiggler/iteration"
 require_relative "jiggler/result"
 
 # Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing and

@@ -104,6 +104,15 @@ module Jiggler
       job
     end
 
+    # Clears an iterable job (Jiggler::Iteration) of its crashes and suspicion when it saves a cursor past the one it
+    # started from: the deaths it was held in did not stop it from moving on, so they are not evidence that it kills
+    # its process. A job that kills its process at one item never saves a cursor past it, and still ends in the dead
+    # set after `max_crashes` deliveries.
+    def progressed(job)
+      job.delete("crashes")
+      cleared(job)
+    end
+
     # Whether a parsed payload is a suspect, to run only alone.
     def suspect?(job) = job[SUSPECT] == true
 

@@ -23,7 +23,7 @@ module StoreContract
   # Adds the shared specs to the including spec class.
   def self.included(base)
     base.extend(Specs)
-    %i[push_and_schedule fetch fail requeue enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
+    %i[push_and_schedule fetch fail requeue checkpoint enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
       signals metrics recurring uniqueness limits long_jobs].each do |group|
       base.public_send(:"describe_#{group}")
     end
@@ -243,6 +243,44 @@ module StoreContract
         fetch(limit: 1)
         subject.requeue(PROCESS)
         assert_equal [payload], payloads(fetch(limit: 1, process: OTHER_PROCESS))
+      end
+    end
+
+    def describe_checkpoint
+      it "rewrites the payload of a job held in flight, which a recovery then moves" do
+        subject.push("default", [job, job])
+        fetched, beside = fetch(limit: 2)
+        cursor = Jiggler::Payload.dump(Jiggler::Payload.load(fetched.payload).merge("cursor" => 41))
+        assert subject.checkpoint(PROCESS, fetched.handle, cursor)
+        assert_equal [cursor, beside.payload].sort, payloads(subject.in_flight(PROCESS)).sort
+        assert_equal 2, subject.requeue(PROCESS)
+        assert_includes subject.queue_entries("default"), cursor
+        refute_includes subject.queue_entries("default"), fetched.payload
+      end
+
+      it "rewrites it again at each checkpoint, keeping one job in flight" do
+        subject.push("default", [job])
+        fetched = fetch(limit: 1).first
+        3.times { |index| assert subject.checkpoint(PROCESS, fetched.handle, job(cursor: index)) }
+        assert_equal 2, job_cursor(subject.in_flight(PROCESS).first.payload)
+        assert_equal 1, subject.in_flight_count(PROCESS)
+      end
+
+      it "writes nothing for a job no longer in flight for the process (requeued, acknowledged, or another's)" do
+        subject.push("default", [job])
+        fetched = fetch(limit: 1).first
+        subject.requeue(PROCESS)
+        refute subject.checkpoint(PROCESS, fetched.handle, job(cursor: 1))
+        assert_equal [fetched.payload], subject.queue_entries("default")
+
+        again = fetch(limit: 1, process: OTHER_PROCESS).first
+        refute subject.checkpoint(PROCESS, again.handle, job(cursor: 2))
+        assert_equal [fetched.payload], payloads(subject.in_flight(OTHER_PROCESS))
+
+        fetch(limit: 0, acks: [again.handle], process: OTHER_PROCESS)
+        refute subject.checkpoint(OTHER_PROCESS, again.handle, job(cursor: 3))
+        assert_equal({}, subject.queue_sizes)
+        assert_equal 0, subject.in_flight_count(OTHER_PROCESS)
       end
     end
 
@@ -770,6 +808,8 @@ module StoreContract
   end
 
   def now = Time.now.to_f
+
+  def job_cursor(payload) = Jiggler::Payload.load(payload)["cursor"]
 
   # A batch item's payload as the client writes it: the jids of one enqueue call rise with the items.
   def item(value) = job(name: "BatchJob", args: [value], jid: format("%024d", value))

@@ -10,7 +10,7 @@ module Jiggler
     module Options
       DEFAULTS = {queue: "default", retries: 25, retry_queue: nil}.freeze
       # Set only by the classes that use them: batching (`perform_batch`) and stored return values.
-      OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency rate].freeze
+      OPTIONAL = %i[batch_size batch_interval result_ttl unique concurrency rate checkpoint].freeze
       # Set by the classes or the calls that use them: seconds a job may run (Jiggler::JobTimeout after).
       PER_CALL = %i[timeout].freeze
       BATCH_SIZE_MAX = 10_000
@@ -26,6 +26,7 @@ module Jiggler
         merged[:unique] = UniqueJob.options(merged[:unique]) if merged[:unique]
         merged[:concurrency] = LimitedJob.options(merged[:concurrency]) if merged[:concurrency]
         merged[:rate] = LimitedJob.rate_options(merged[:rate]) if merged[:rate]
+        merged[:checkpoint] = checkpoint_options(merged[:checkpoint]) if merged[:checkpoint]
         raise ArgumentError, "batch items cannot be unique or limited: drop batch_size" if (merged[:unique] || merged[:concurrency] || merged[:rate]) && merged[:batch_size]
         if merged[:batch_interval] && !merged[:batch_size]
           raise ArgumentError, "batch_interval needs batch_size: job_options batch_size: 100, batch_interval: #{merged[:batch_interval]}"
@@ -45,10 +46,25 @@ module Jiggler
             raise ArgumentError, "batch_size must be an Integer from 1 to #{BATCH_SIZE_MAX} (got #{value.inspect})"
           end
         when :batch_interval, :result_ttl, :timeout then seconds!(key, value)
-        when :unique, :concurrency, :rate then nil # read once, in `merge`
+        when :unique, :concurrency, :rate, :checkpoint then nil # read once, in `merge`
         else
           raise ArgumentError, "unknown job option #{key.inspect}; known options: #{(DEFAULTS.keys + PER_CALL + OPTIONAL).join(", ")}"
         end
+      end
+
+      # An iterable job's checkpoint (Jiggler::Iteration): every `every` items, `seconds` seconds, or both (whichever
+      # comes first). @returns [Hash] frozen, with Symbol keys.
+      def checkpoint_options(value)
+        value = value.to_h { |key, setting| [key.to_sym, setting] } if value.is_a?(Hash)
+        if !value.is_a?(Hash) || value.empty? || !(value.keys - %i[every seconds]).empty?
+          raise ArgumentError, "checkpoint takes every: (items) and/or seconds:, e.g. checkpoint: {every: 1000, seconds: 5} (got #{value.inspect})"
+        end
+        every = value[:every]
+        if !every.nil? && !(every.is_a?(Integer) && every >= 1)
+          raise ArgumentError, "checkpoint every: must be an Integer >= 1 (got #{every.inspect})"
+        end
+        seconds!("checkpoint seconds:", value[:seconds]) unless value[:seconds].nil?
+        value.freeze
       end
 
       def queue_name!(key, value)

@@ -15,6 +15,7 @@ require_relative "cancellations"
 require_relative "reaper"
 require_relative "../metrics/recorder"
 require_relative "gate"
+require_relative "iterations"
 
 module Jiggler
   module Server
@@ -33,6 +34,7 @@ module Jiggler
         @config = config
         @logger = logger
         @identity = identity
+        @winding_down = false
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
@@ -40,8 +42,12 @@ module Jiggler
         @executions = Executions.new(logger: logger)
         @store = Store.dedicated(config)
         suspects = Suspects.new(store: @store, process: @identity.id, reliable: config.at_least_once?)
+        # Iterable jobs stop between two items once the process is quieting or stopping (`@winding_down`).
+        iterations = Iterations.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store },
+          stopping: -> { @winding_down }, logger: logger)
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: suspects.method(:alone?), config: config, metrics: metrics, gate: gate, executions: @executions)
+          alone: suspects.method(:alone?), config: config, metrics: metrics, gate: gate, executions: @executions,
+          iterations: iterations)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers,
           suspects: suspects, logger: logger)
@@ -87,6 +93,7 @@ module Jiggler
       # Stops fetching new jobs; running jobs go on and the process stays registered.
       def quiet
         @logger.info("quiet: no new jobs will be fetched")
+        @winding_down = true
         @identity.quiet!
         @fetcher.quiet
       end
@@ -96,6 +103,7 @@ module Jiggler
       # @asynchronous
       def stop
         @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
+        @winding_down = true
         @fetcher.quiet
         @listener.stop
         @scheduler&.stop

@@ -9,6 +9,8 @@ require_relative "../result"
 require_relative "../handlers"
 require_relative "../job_rules"
 require_relative "../unique_job"
+require_relative "../iteration"
+require_relative "../store/connection_error"
 require_relative "failure"
 
 module Jiggler
@@ -42,9 +44,11 @@ module Jiggler
       # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
       # @parameter gate [Gate | Nil] checks concurrency and rate limits; nil runs every job.
       # @parameter executions [Executions | Nil] the running jobs, for cancel, timeout and progress; nil: none of them.
+      # @parameter iterations [Iterations | Nil] checkpoints and stops iterable jobs; nil: they run to their end.
       def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config,
-        metrics: nil, gate: nil, executions: nil)
+        metrics: nil, gate: nil, executions: nil, iterations: nil)
         @logger = logger
+        @iterations = iterations
         @executions = executions
         @results = results
         @alone = alone
@@ -61,7 +65,8 @@ module Jiggler
       # @parameter fetched [Store::Fetched]
       # @returns [Store::Failed | Nil | SUSPECT | WAITING] nil when the job succeeded, else its failure record for
       #   Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone; WAITING for a
-      #   job that waits off the queue for its limit, which the caller must not acknowledge.
+      #   job that waits off the queue for its limit, or for an iterable job put back in its queue for the shutdown,
+      #   which the caller must not acknowledge.
       # @raises [Async::Stop] when the shutdown stopped the job: it stays in flight, to go back to its queue.
       def call(fetched)
         job = Payload.load(fetched.payload)
@@ -97,11 +102,12 @@ module Jiggler
         end
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
-        klass, method, arity, ttl = @classes[name] ||= resolve(name)
+        klass, method, arity, ttl, iterable = @classes[name] ||= resolve(name)
         wrapper!(klass) if job["wrapper"]
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
+        instance.iteration = @iterations.delivery(fetched, job) if iterable && @iterations
         if (limits = job["limits"]) && @gate
           # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
           by = @executions&.requested_by(job["jid"])
@@ -114,7 +120,7 @@ module Jiggler
         value = catch(Job::SNOOZE) { invoke(instance, method, args, job, fetched.queue) }
         return ended(fetched, job, execution) if execution&.seen? # it returned once it saw `cancelled?`
         execution&.finished! # a cancel that comes now is too late: the job ran to its end
-        return snoozed(fetched, job, value.seconds) if value.is_a?(Job::Snooze)
+        return snoozed(fetched, job, value) if value.is_a?(Job::Snooze)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job) if limits && @gate
@@ -164,11 +170,29 @@ module Jiggler
         Failure.cancel(fetched, job, by, Time.now.to_f)
       end
 
-      # A job that asked to run again later (Job#snooze): to the scheduled set, its attempts unchanged.
-      def snoozed(fetched, job, seconds)
-        @logger.info { "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} for #{seconds} s" }
+      # A job that asked to run again later (Job#snooze): to the scheduled set, its attempts unchanged. An iterable job
+      # that stopped for the shutdown (Iteration::Interruption) goes back to its queue instead.
+      def snoozed(fetched, job, snooze)
         leave(job) if job["limits"] && @gate
-        Failure.snooze(fetched, job, seconds, Time.now.to_f)
+        return iteration_requeued(fetched, job) if snooze.is_a?(Iteration::Interruption)
+        @logger.info { "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} for #{snooze.seconds} s" }
+        Failure.snooze(fetched, job, snooze.seconds, Time.now.to_f)
+      end
+
+      # An iterable job that stopped between two items for the shutdown: back at the head of its queue at once, with
+      # its cursor, its attempts unchanged. It left flight, so it is not acknowledged (WAITING); if the store cannot
+      # be reached it stays in flight as checkpointed, for the shutdown's requeue or a reaper.
+      def iteration_requeued(fetched, job)
+        job["interruptions"] = JobRules.count(job["interruptions"]) + 1
+        moved = @iterations.requeue(fetched, job)
+        @logger.warn do
+          "requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} at cursor #{Payload.preview(job["cursor"])} " \
+            "(an iterable job stopped for the shutdown#{", but it was no longer in flight here" if moved.zero?})"
+        end
+        WAITING
+      rescue Store::ConnectionError => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: not requeued (#{error.message}); it stays in flight at its last checkpoint")
+        WAITING
       end
 
       # A job the shutdown stopped: not a failure. One line says so, then the stop goes on, leaving the job in flight.
@@ -264,13 +288,17 @@ module Jiggler
         @reloads = Job.reloads
       end
 
-      # A job class by name, as [class, method to call, its arity, result_ttl]; cached in @classes.
+      # A job class by name, as [class, method to call, its arity, result_ttl, whether it is iterable]; cached in
+      # @classes.
       def resolve(name)
         klass = constant(name)
         raise UnknownJobError, "#{name} is not a Jiggler::Job" unless klass.is_a?(Class) && klass.include?(Job)
         method = klass.job_options[:batch_size] ? :perform_batch : :perform
         raise UnknownJobError, "#{name} has no #{method} method" unless klass.method_defined?(method)
-        [klass, method, arity(klass.instance_method(method)), klass.job_options[:result_ttl]]
+        iterable = klass.respond_to?(:jiggler_iterable?)
+        # An iterable job's arguments are those of its build_enumerator (Iteration#perform takes any).
+        signature = klass.instance_method(iterable ? :build_enumerator : method)
+        [klass, method, arity(signature), klass.job_options[:result_ttl], iterable]
       end
 
       # A payload's "wrapper" runs the job in its class's place (Active Job's does): only a class that says it is one

@@ -51,7 +51,7 @@ module Jiggler
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
       DUE_CHUNK = 100
-      SCRIPTS = %w[push schedule fetch fail move kill batch join].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push schedule fetch fail move kill batch join checkpoint].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
       private_constant :CHUNK, :PUSH_CHUNK, :DUE_CHUNK, :SCRIPTS
 
       attr_reader :keys

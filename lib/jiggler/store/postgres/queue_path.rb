@@ -30,7 +30,8 @@ module Jiggler
           "WHERE id = $2 AND state = 'in_flight' AND owner = $3"
         FAIL = "UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
           "WHERE id = $4 AND state = 'in_flight' AND owner = $5"
-        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL
+        CHECKPOINT = "UPDATE @.jobs SET payload = $1 WHERE id = $2 AND state = 'in_flight' AND owner = $3"
+        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL, :CHECKPOINT
 
         # Appends jobs to a queue, waking idle servers once committed: one statement (one round
         # trip) for up to CHUNK jobs.
@@ -105,6 +106,14 @@ module Jiggler
           with do
             @db.value("SELECT count(*) FROM @.jobs WHERE owner = $1 AND state = 'in_flight'", [process])
           end
+        end
+
+        # Rewrites the payload of a job `process` holds in flight (an iterable job's checkpoint), only while it holds
+        # it: one statement; what a reaper or a requeue moves from then on carries that payload.
+        # @parameter handle [Integer] the job's row id.
+        # @returns [Boolean] false when the job is no longer in flight for `process`.
+        def checkpoint(process, handle, payload)
+          with { @db.change(CHECKPOINT, [@db.bytes(payload), handle, process]) } == 1
         end
 
         # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds.

@@ -111,6 +111,15 @@ module Jiggler
           with { |redis| redis.call("HLEN", @keys.in_flight(process)) }
         end
 
+        # Rewrites the payload of a job `process` holds in flight (an iterable job's checkpoint, Jiggler::Iteration),
+        # only while it holds it, in one script: what a reaper or a requeue moves from then on carries that payload.
+        # @parameter handle [String] the job's in-flight field.
+        # @parameter payload [String]
+        # @returns [Boolean] false when the job is no longer in flight for `process`.
+        def checkpoint(process, handle, payload)
+          with { |redis| SCRIPTS[:checkpoint].call(redis, [@keys.in_flight(process)], [handle.to_s, payload]) } == 1
+        end
+
         # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
         def next_due
           firsts = with do |redis|

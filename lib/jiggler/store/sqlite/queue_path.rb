@@ -88,6 +88,18 @@ module Jiggler
           with { |db| db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
         end
 
+        # Rewrites the payload of a job `process` holds in flight (an iterable job's checkpoint), only while it holds
+        # it: what a reaper or a requeue moves from then on carries that payload.
+        # @parameter handle [Integer] the job's row id.
+        # @returns [Boolean] false when the job is no longer in flight for `process`.
+        def checkpoint(process, handle, payload)
+          write do |queue_db|
+            queue_db.db.execute("UPDATE jobs SET payload = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
+              [payload, handle, process])
+            queue_db.db.changes == 1
+          end
+        end
+
         # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
         def next_due = with { |db| earliest_due(db) }
 
