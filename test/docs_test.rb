@@ -62,6 +62,21 @@ describe "the README and the guides" do
     assert_equal files.sort, minimums.keys.sort
   end
 
+  it "links only to files and headings that exist" do
+    slug = ->(heading) { heading.strip.downcase.gsub(/[^\p{L}\p{N}\s_-]/, "").tr(" ", "-") } # GitHub's anchors
+    prose = files.to_h { |file| [file, File.read(File.join(root, file)).gsub(/^```.*?^```/m, "")] }
+    anchors = prose.transform_values { |text| text.scan(/^#+ (.+)$/).flatten.map(&slug) }
+    broken = prose.flat_map do |file, text|
+      text.scan(/\]\(([^)\s]+)\)/).flatten.reject { |link| link.match?(/\A[a-z]+:/) }.filter_map do |link|
+        path, anchor = link.split("#", 2)
+        target = path.empty? ? file : File.expand_path(path, File.join(root, File.dirname(file))).delete_prefix("#{root}/")
+        next "#{file}: #{link}" unless File.exist?(File.join(root, target))
+        "#{file}: #{link}" if anchor && !anchors.fetch(target, []).include?(anchor)
+      end
+    end
+    assert_empty broken
+  end
+
   files.each do |file|
     it "runs every Ruby example of #{file}, in order" do
       blocks = examples.call(file)
