@@ -84,6 +84,12 @@ describe "the README and the guides" do
       ran[file] = blocks.size
       next if blocks.empty?
 
+      # Each file starts from an empty store, as a reader's would be: the default namespace's keys (all under its hash
+      # tag) are deleted from the suite's Redis, and an SQLite file is new.
+      redis = RedisClient.new(url: RedisServer.instance.url)
+      stale = redis.call("KEYS", "{jiggler}*")
+      redis.call("DEL", *stale) unless stale.empty?
+      redis.close
       Dir.mktmpdir("jiggler-docs") do |dir|
         env = {"REDIS_URL" => RedisServer.instance.url, "JIGGLER_DATABASE_URL" => nil}
         env = env.merge("REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => File.join(dir, "jiggler.sqlite3")) if stores[file] == :sqlite
