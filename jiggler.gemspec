@@ -13,7 +13,7 @@ Gem::Specification.new do |spec|
   spec.homepage = "https://rubygems.org/gems/jiggler"
   spec.required_ruby_version = ">= 3.1"
 
-  spec.files = Dir["lib/**/*.{rb,lua,erb,css,js,md}", "exe/*", "config.ru", "README.md", "LICENSE"]
+  spec.files = Dir["lib/**/*.{rb,lua,erb,css,js,md}", "exe/*", "config.ru", "README.md", "docs/*.md", "LICENSE"]
   spec.bindir = "exe"
   spec.executables = ["jiggler"]
   spec.require_paths = ["lib"]

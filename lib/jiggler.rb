@@ -60,7 +60,7 @@ module Jiggler
     # Cancels a job wherever it is: taken out if it waits (queued, scheduled, retrying, waiting for a concurrency slot
     # or in a batch), in one atomic store step; if it runs, stopped at its next I/O by the process that runs it (its
     # `ensure` blocks run; `cancelled?` turns true). Either way it ends in the dead set, marked cancelled with `by`,
-    # neither retried nor counted as a failure (README, "Long jobs").
+    # neither retried nor counted as a failure (docs/long-jobs.md).
     # @parameter jid [String] the id `enqueue` returned.
     # @parameter by [String] who cancels, recorded on the job.
     # @returns [Symbol] :removed when it was waiting, :requested when it was not found waiting (running, or gone).

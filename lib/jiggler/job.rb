@@ -95,7 +95,8 @@ module Jiggler
       def with_options(**options) = Enqueuer.new(self, job_options).with_options(**options)
 
       # An enqueuer that writes through another client than `Jiggler.client`: one on an application's database
-      # connection, say, so the job is written in that connection's transaction (README, "Transactional enqueue").
+      # connection, say, so the job is written in that connection's transaction (docs/stores.md, "Transactional
+      # enqueue").
       # @parameter client [Client]
       # @returns [Enqueuer]
       def through(client) = Enqueuer.new(self, job_options, client: client)

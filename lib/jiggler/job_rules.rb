@@ -57,8 +57,8 @@ module Jiggler
       Destination.new(DEFAULT_QUEUE, payload, nil)
     end
 
-    # Decides what the death of a process means for the jobs it held in flight (the rule is in the README, "Jobs that
-    # kill their process"). A process that held several jobs says nothing certain of any (which one ran what killed it
+    # Decides what the death of a process means for the jobs it held in flight (docs/reliability.md, "Jobs that kill
+    # their process"). A process that held several jobs says nothing certain of any (which one ran what killed it
     # is unknown, and some had not started), so none gets a crash: the death is noted on each as one beside others.
     # A process that held one job pins the crash on it, and with it every death beside others it was held in, which
     # it now explains. A job with `max_crashes` crashes is poisoned: it goes to the dead set. Innocent work is not

@@ -11,7 +11,7 @@ module Jiggler
       @store = store
     end
 
-    # @returns [Hash(String, Object)] with the keys of jiggler's README example.
+    # @returns [Hash(String, Object)] with the keys of the example in docs/operations.md.
     def to_h
       counts = @store.counts
       {

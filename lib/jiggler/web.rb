@@ -14,7 +14,7 @@ module Jiggler
   # Safe by construction: views escape everything they print; every state change is a POST that must carry the CSRF
   # token of a form the app rendered (403 otherwise) and must not come from another site (`Sec-Fetch-Site`); every
   # response forbids sniffing, framing and caching, and pages run only the app's own script (a CSP with a nonce).
-  # The app has no login of its own: put authentication in front of it as Rack middleware (see the README).
+  # The app has no login of its own: put authentication in front of it as Rack middleware (see docs/dashboard.md).
   class Web
     # Where the store is found in the Rack environment.
     STORE = "jiggler.store"

@@ -68,8 +68,8 @@ module Jiggler
       private_constant :CHUNK, :INSERT, :MOVE, :EARLIEST
 
       # A store that writes through an application's connection, inside its transaction when one is
-      # open: a job pushed so exists if and only if that transaction commits (README, "Transactional
-      # enqueue").
+      # open: a job pushed so exists if and only if that transaction commits (docs/stores.md,
+      # "Transactional enqueue").
       # @parameter connection [PG::Connection]
       # @parameter namespace [String] the schema, as the servers' `namespace`.
       # @returns [Postgres]

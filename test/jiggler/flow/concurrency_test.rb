@@ -53,8 +53,8 @@ StoreTarget.describe_each("concurrency limits") do
     wait_for(message: "two jobs to start and two to wait") { lines.count { |event, *| event == "start" } == 2 && target_store.waiting_counts["default"] == 2 }
     doomed.signal("KILL")
     killed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    # The two jobs of the killed server come back, each with its slot (see the README's poison jobs); when they end,
-    # their slots go to the jobs that waited.
+    # The two jobs of the killed server come back, each with its slot (see docs/reliability.md, "Jobs that kill their
+    # process"); when they end, their slots go to the jobs that waited.
     3.times { start({"FLOW_RECOVERY_TIMEOUT" => "2"}) }
     wait_for(timeout: 20, message: "all four jobs to end") { lines.count { |event, *| event == "end" } == 4 }
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - killed, :<, 2 + 8

@@ -7,7 +7,7 @@ module Jiggler
       # scheduled sooner than the others NOTIFY the schema's channel in their transaction, so the
       # notification leaves at commit, and not at all on rollback. A waiting server LISTENs on a
       # connection of its own, outside the pool: a session of its own, which a PgBouncer in
-      # transaction mode cannot give (README, "PgBouncer"). Behind such a pooler (Connection#pooled?)
+      # transaction mode cannot give (docs/stores.md, "PgBouncer"). Behind such a pooler (Connection#pooled?)
       # nothing is announced: a wait only waits, and the servers' polls find the work.
       module Wake
         KINDS = {"queues" => :queues, "schedule" => :schedule}.freeze
