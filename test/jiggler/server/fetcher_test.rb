@@ -8,6 +8,7 @@ require "jiggler/server/processor"
 require "jiggler/server/workers"
 require "jiggler/server/fetcher"
 require "jiggler/server/listener"
+require "support/loop_test"
 
 # Jobs for the fetcher tests; what they do is recorded in EVENTS.
 module FetcherTest
@@ -97,8 +98,10 @@ module FetcherTest
   end
 end
 
-describe Jiggler::Server::Fetcher do
-  before do
+# What the fetcher tests share: a fetcher, its workers and a listener on a real store, and when they are done.
+module FetcherServing
+  def setup
+    super
     FetcherTest::EVENTS.clear
     FetcherTest.gate = Async::Queue.new
     FetcherTest.on_gate = nil
@@ -131,15 +134,13 @@ describe Jiggler::Server::Fetcher do
 
   def settled?(processed) = store.in_flight_count(FetcherTest::PROCESS).zero? && store.counts[:processed] == processed
 
-  def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
-
-  # The ids of the connections blocked in a wait for a push (BLMOVE).
-  def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
-
-  # Whether the fetcher counted by `counter` began a wait in Redis, and Redis shows a connection blocked in one.
-  def waiting?(counter) = counter.waits.positive? && waiting_in_redis.any?
-
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
+
+# The fetcher on each store (StoreTarget): what it promises whatever the store.
+StoreTarget.describe_each("Jiggler::Server::Fetcher") do
+  include LoopTest
+  include FetcherServing
 
   it "runs pushed jobs and acknowledges them to the store" do
     FetcherTest::Record.enqueue_bulk((1..20).zip)
@@ -206,19 +207,6 @@ describe Jiggler::Server::Fetcher do
     assert_equal ["gate"], FetcherTest::EVENTS
   end
 
-  it "starts a job pushed while idle well before the next poll, woken by the listener when it fetches two queues" do
-    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
-    serve(store: counter, queues: ["default", "other"]) do
-      wait_for(message: "listener") { listening? }
-      fetches = counter.fetches
-      wait_for(message: "an idle fetch") { counter.fetches > fetches }
-      pushed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      FetcherTest::Record.enqueue(1)
-      wait_for(message: "job to run") { FetcherTest::EVENTS.any? }
-      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
-    end
-  end
-
   it "runs every job of a higher priority queue first" do
     FetcherTest::Record.with_options(queue: "low").enqueue_bulk([["low1"], ["low2"], ["low3"]])
     FetcherTest::Record.with_options(queue: "high").enqueue_bulk([["high1"], ["high2"], ["high3"]])
@@ -235,6 +223,32 @@ describe Jiggler::Server::Fetcher do
       assert_equal [0, {}], [store.in_flight_count(FetcherTest::PROCESS), store.queue_sizes]
       FetcherTest.gate.enqueue(true)
       wait_for(message: "gated job counted") { store.counts[:processed] == 1 }
+    end
+  end
+end
+
+# The fetcher on Redis: its wait in Redis for a push (BLMOVE) and the listener's PUBLISH.
+describe "Jiggler::Server::Fetcher on Redis" do
+  include FetcherServing
+
+  def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+
+  # The ids of the connections blocked in a wait for a push (BLMOVE).
+  def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
+
+  # Whether the fetcher counted by `counter` began a wait in Redis, and Redis shows a connection blocked in one.
+  def waiting?(counter) = counter.waits.positive? && waiting_in_redis.any?
+
+  it "starts a job pushed while idle well before the next poll, woken by the listener when it fetches two queues" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter, queues: ["default", "other"]) do
+      wait_for(message: "listener") { listening? }
+      fetches = counter.fetches
+      wait_for(message: "an idle fetch") { counter.fetches > fetches }
+      pushed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      FetcherTest::Record.enqueue(1)
+      wait_for(message: "job to run") { FetcherTest::EVENTS.any? }
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
     end
   end
 
