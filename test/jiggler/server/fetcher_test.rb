@@ -225,6 +225,42 @@ StoreTarget.describe_each("Jiggler::Server::Fetcher") do
       wait_for(message: "gated job counted") { store.counts[:processed] == 1 }
     end
   end
+  # The dead jobs' payloads, by jid.
+  def dead_jids = store.set_entries(:dead).map { |payload, _| Jiggler::Payload.load(payload)["jid"] }
+
+  # Serves until `count` more jobs failed (to the dead set: they have no retries) and none is in flight.
+  def serve_until_dead(count)
+    failures = store.counts[:failures] + count
+    serve { wait_for(message: "#{count} more failures") { store.counts[:failures] == failures && settled?(0) } }
+  end
+
+  # README, Retries and the dead set: the dead set "keeps at most dead_max_jobs jobs": the setting, read by the
+  # server, trims the oldest as jobs die.
+  it "keeps at most dead_max_jobs jobs in the dead set, as the server writes deaths" do
+    FetcherTest::Failing.with_options(retries: 0).enqueue_bulk(Array.new(4) { [] })
+    serve_until_dead(4)
+    assert_equal 4, store.counts[:dead], "the default keeps them all"
+    Jiggler.configure { |config| config[:dead_max_jobs] = 2 }
+    newest = FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    assert_equal 2, store.counts[:dead]
+    assert_includes dead_jids, newest, "the newest death is kept"
+  end
+
+  # README: the dead set keeps jobs "for at most dead_timeout": a job that died longer ago is dropped when the server
+  # writes the next death.
+  it "drops dead jobs older than dead_timeout, as the server writes deaths" do
+    old = Jiggler::Payload.dump({"jid" => "old", "name" => "FetcherTest::Failing", "args" => [], "queue" => "default"})
+    @target.plant(store, :dead, Time.now.to_f - 7_200, old)
+    FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    assert_includes dead_jids, "old", "the default (180 days) keeps a job dead for 2 hours"
+    Jiggler.configure { |config| config[:dead_timeout] = 3_600 }
+    newest = FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    refute_includes dead_jids, "old", "a job dead for 2 hours outlived a dead_timeout of 1 hour"
+    assert_includes dead_jids, newest
+  end
 end
 
 # The fetcher on Redis: its wait in Redis for a push (BLMOVE) and the listener's PUBLISH.
