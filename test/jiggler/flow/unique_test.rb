@@ -17,8 +17,9 @@ StoreTarget.describe_each("unique jobs") do
 
   # Four processes enqueue UniqueJob(1, 0) 1,000 times each, all at once; returns how many enqueues wrote a job.
   def race
-    script = "require #{File.expand_path(FlowServers::FIXTURE).inspect}; $stdin.read(1); " \
-      "puts 1_000.times.count { UniqueJob.enqueue(1, 0) }"
+    # Each child says "r" once it has loaded jiggler, then waits on its pipe for the go.
+    script = "require #{File.expand_path(FlowServers::FIXTURE).inspect}; $stdout.write('r'); $stdout.flush; " \
+      "$stdin.read(1); puts 1_000.times.count { UniqueJob.enqueue(1, 0) }"
     children = Array.new(4) do
       reader, writer = IO.pipe
       go_reader, go = IO.pipe
@@ -27,7 +28,7 @@ StoreTarget.describe_each("unique jobs") do
       go_reader.close
       [pid, reader, go]
     end
-    sleep 1.5 # every child has loaded jiggler and waits on its pipe
+    children.each { |pid, reader, _| assert_equal "r", reader.read(1), "child #{pid} did not load jiggler" }
     children.each { |_, _, go| go.write("x") && go.close }
     children.sum { |pid, reader, _| Process.wait(pid) && reader.read.to_i }
   end
