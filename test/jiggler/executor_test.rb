@@ -511,7 +511,14 @@ describe Jiggler::Executor do
         proco.start { |items| sleep 5; count += items.length }
         futures = Array.new(100) { |i| proco.submit!(i) }
         proco.kill
-        puts "after kill: #{count} #{futures.count { |future| future.get rescue true }}"
+        # Every item was dropped: each future raises KilledError (a value, or another error, is not counted).
+        killed = futures.count do |future|
+          future.get
+          false
+        rescue Proco::KilledError
+          true
+        end
+        puts "after kill: #{count} #{killed}"
         puts "logged: #{log.string[/dropped unprocessed/]}"
 
         [[:interval, :str], [:threads, 1.5], [:batch, "yes"]].each do |option, value|

@@ -242,7 +242,8 @@ describe Jiggler::JobQueue do
       other_open = -> { Jiggler::JobQueue.open(path) { |queue| queue.create({"by" => "other"}, "new") } }
       other = nil
       MigrateBetweenReads.once(-> { (other = Thread.new(&other_open)).join(1) }) { open_queue.create({"by" => "this"}, "new") }
-      (other || Thread.new(&other_open)).value
+      refute_nil other, "the other connection never opened between this one's reads: the test did not race"
+      other.value
       assert_equal %w[other this], queue.db.execute("SELECT payload FROM jobs").map { |(json)| JSON.parse(json)["by"] }.sort
     end
 
@@ -528,19 +529,27 @@ describe Jiggler::JobQueue do
     it "never hands one job to two threads polling the same file, each on a connection of its own" do
       count = 1_000
       ids = Array.new(count) { |n| queue.create({"n" => n}, "new").id }
+      ready = Queue.new
+      go = Queue.new
       threads = Array.new(4) do |index|
         Thread.new do
           own = Jiggler::JobQueue.new(path)
           taken = []
+          ready << index
+          go.pop # every thread polls from the same moment
           while (job = own.poll({state: "new"}, "taken:#{index}"))
             taken << job.id
+            Thread.pass # lets the other threads poll in between: one thread's poll is quick enough to take them all
           end
           own.close
           taken
         end
       end
+      4.times { ready.pop }
+      4.times { go << true }
       taken = threads.map { |thread| thread.join(30)&.value or flunk("a polling thread did not finish within 30 s") }
       assert_equal ids.sort, taken.flatten.sort, "every job polled exactly once"
+      assert taken.all?(&:any?), "every thread should have polled jobs, in turn with the others (per thread: #{taken.map(&:size)})"
       taken.each_with_index do |list, index|
         assert_equal list.sort, queue.db.execute("SELECT id FROM jobs WHERE state = ?", ["taken:#{index}"]).flatten.sort
       end
@@ -609,14 +618,23 @@ describe Jiggler::JobQueue do
       assert_equal "working", queue.cas_state(id, nil, "working").state
     end
 
+    # The contenders all start while another connection holds the file's write lock, and are all waiting for it when
+    # it is let go, so they race for the job at the same moment rather than one after the other.
     it "lets exactly one of many racing connections win" do
       id = queue.create({}, "new").id
       contenders = Array.new(4) { open_queue }
-      results = contenders.each_with_index.map { |contender, index| Thread.new { contender.cas_state(id, "new", "won:#{index}") } }.map(&:value)
+      holder = SQLite3::Database.new(path)
+      holder.execute("BEGIN IMMEDIATE")
+      threads = contenders.each_with_index.map { |contender, index| Thread.new { contender.cas_state(id, "new", "won:#{index}") } }
+      wait_for(message: "every contender to wait for the lock") { threads.all? { |thread| thread.status == "sleep" } }
+      holder.execute("COMMIT")
+      results = threads.map(&:value)
       assert_equal 1, results.compact.size
       winner = results.index { |job| job }
       assert_equal "won:#{winner}", results[winner].state
       assert_equal "won:#{winner}", queue.get(id).state
+    ensure
+      holder&.close
     end
   end
 

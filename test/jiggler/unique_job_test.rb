@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "support/web_session"
+require "support/loop_test"
 require "async"
 require "jiggler/server/processor"
 
@@ -28,6 +29,12 @@ describe Jiggler::UniqueJob do
     refute_equal Jiggler::UniqueJob.lock_key("A", [1, 2], by_args), Jiggler::UniqueJob.lock_key("B", [1, 2], by_args)
     assert_equal "A:7", Jiggler::UniqueJob.lock_key("A", [7, 2], by_key)
   end
+end
+
+# The releases of a unique job's lock, on each store (StoreTarget): the README promises them on SQLite as on Redis.
+StoreTarget.describe_each("releasing Jiggler::UniqueJob's locks") do
+  include LoopTest
+  include WebSession
 
   it "gives the lock back when its job is killed or deleted from a set, as the dashboard and the admin commands do" do
     require "jiggler/set_actions"

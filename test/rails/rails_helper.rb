@@ -60,7 +60,7 @@ module RailsApp
 
   def shared(server)
     Minitest.after_run { server.kill }
-    Waiting.wait_until(60) { server.log.include?("started:") || !server.running? }
+    Waiting.wait_until(60, message: "the jiggler server to start:\n#{server.log}") { server.log.include?("started:") || !server.running? }
     raise "the jiggler server did not start:\n#{server.log}" unless server.running?
     server
   end
@@ -77,9 +77,12 @@ end
 
 module Waiting
   # Polls outside a test (for shared setup), raising after `seconds`.
-  def self.wait_until(seconds)
+  def self.wait_until(seconds, message: "condition")
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-    sleep 0.05 until yield || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    until yield
+      raise "timed out after #{seconds} s waiting for #{message}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.05
+    end
   end
 end
 

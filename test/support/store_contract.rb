@@ -974,7 +974,7 @@ module StoreContract
         subject.push("default", Array.new(3) { |n| job(jid: "j#{n}") })
         jobs = fetch(limit: 3)
         jobs.each { |fetched| acquire(fetched, limit: 1) }
-        subject.push("default", [late = job(jid: "late")])
+        subject.push("default", [job(jid: "late")])
         assert_equal 1, subject.release_slot("RecordJob", "j0", limit: 1, ttl: 60)
         assert_equal ["j1", "late"], subject.queue_entries("default").map { |payload| jid_of(payload) }
         assert_equal({"default" => 1}, subject.waiting_counts)
@@ -983,7 +983,13 @@ module StoreContract
         assert acquire(other, limit: 1)
         refute acquire(fetch(limit: 1).first, limit: 1), "the late job waits behind j2"
         assert_equal 2, subject.waiting_counts["default"]
-        assert late
+        # Waiting jobs come back oldest first: j2, which waited before the late job, then the late job.
+        subject.release_slot("RecordJob", "j1", limit: 1, ttl: 60)
+        assert_equal ["j2"], subject.queue_entries("default").map { |payload| jid_of(payload) }, "j2 came back first"
+        assert acquire(fetch(limit: 1).first, limit: 1)
+        subject.release_slot("RecordJob", "j2", limit: 1, ttl: 60)
+        assert_equal ["late"], subject.queue_entries("default").map { |payload| jid_of(payload) }
+        assert_equal({}, subject.waiting_counts)
       end
 
       it "moves jobs waiting on slots that expired" do

@@ -70,7 +70,10 @@ StoreTarget.describe_each("orphan recovery") do
     first.signal(:KILL)
     # Either could have killed it, or neither: both come back without a crash and run again side by side.
     wait_for(timeout: 10, message: "both jobs to start again") { started?("a", 2) && started?("b", 2) }
-    assert_operator now - killed_at, :<, 2 + 1, "recovery_timeout 2 s: the jobs should run again within about 2 s"
+    took = now - killed_at
+    puts format("\nrecovery after kill -9 on %s, recovery_timeout 2 s: both jobs started again %.2f s after the kill", target_name, took)
+    # Measured 1.1-1.45 s: the registration expires and a reaper finds it within recovery_timeout; the fetch is at once.
+    assert_operator took, :<, 2 + 0.5, "recovery_timeout 2 s: the jobs should run again within 2 s, and their fetch"
     assert_equal [[nil, nil, 1]] * 2, held_jobs(second).map { |job| job.values_at("suspect", "crashes", "deaths_beside") }
 
     # A second death beside each other makes both suspects: the next server runs one alone.
@@ -109,7 +112,8 @@ StoreTarget.describe_each("orphan recovery") do
     puts format("\nafter kill -9 of a server holding 10 jobs of 3 s (%s): all done %.1f s after the kill, restarts spread over %.1f s",
       target_name, took, starts.max - starts.min)
     assert_operator starts.max - starts.min, :<, 1.5, "the 10 jobs should start again together, in one round"
-    assert_operator took, :<, 2 + 3 + 3, "recovery (2 s) and one round of 3 s, with room for a slow machine"
+    # Measured 4.2-4.5 s.
+    assert_operator took, :<, 2 + 3 + 0.5, "recovery (2 s) and one round of 3 s"
   end
 
   it "sends a job that keeps killing its process to the dead set after 3 deliveries, and the servers keep working" do

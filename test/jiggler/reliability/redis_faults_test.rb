@@ -41,12 +41,12 @@ describe "Redis faults" do
   end
 
   # Enqueues a job now and returns the seconds until the server ran it.
-  def time_to_run(value, queue: "default")
+  def time_to_run(value, queue: "default", since: nil)
     reset_client
-    enqueued = now
+    since ||= now
     Reliability::RecordJob.with_options(queue: queue).enqueue(value)
     wait_for(timeout: 10, message: "#{value} to run") { recorded_count("run:#{value}") == 1 }
-    now - enqueued
+    now - since
   end
 
   # Every value's "start:" and "done:" entries, counted.
@@ -127,12 +127,14 @@ describe "Redis faults" do
     sleep 4 # the jobs finish during the outage; their acknowledgements cannot be written
     cpu = cpu_seconds(server.pid) - cpu_before
     @own.start
+    back = now
     reset_client
-    took = time_to_run("after-outage")
+    took = time_to_run("after-outage", since: back)
 
-    puts format("\nRedis down 4 s: the server used %.2f s of CPU; a job enqueued when Redis was back ran in %.2f s", cpu, took)
+    puts format("\nRedis down 4 s: the server used %.2f s of CPU; a job enqueued when Redis was back ran %.2f s after it was", cpu, took)
     assert_operator cpu, :<, 0.5, "the server should not spin while Redis is unreachable"
-    assert_operator took, :<, 1.5, "a job enqueued when Redis is back should run within about a second"
+    # README: every loop "resumes within a second of Redis being back" (measured 0.5 s: the fetcher's back-off).
+    assert_operator took, :<, 1.0, "a job enqueued when Redis is back should run within a second of it"
     assert server.running?
     wait_for(message: "every loop to work again") { incidents(server).values.all? { |_, recovered| recovered == 1 } }
     assert_equal RedisFaultsTest::LOOPS.to_h { |name| [name, [1, 1]] }, incidents(server),
@@ -180,10 +182,11 @@ describe "Redis faults" do
     Reliability::SleepJob.enqueue_bulk(values.map { |value| [value, 0.02] })
     wait_for(message: "some jobs to run") { recorded.size >= 50 }
     @own.restart
+    back = now
     reset_client
-    took = time_to_run("after-restart", queue: "urgent")
-    puts format("\nRedis restart: a job enqueued when Redis was back ran in %.2f s", took)
-    assert_operator took, :<, 1.5, "a job enqueued when Redis is back should run within about a second"
+    took = time_to_run("after-restart", queue: "urgent", since: back)
+    puts format("\nRedis restart: a job enqueued when Redis was back ran %.2f s after it was", took)
+    assert_operator took, :<, 1.0, "a job enqueued when Redis is back should run within a second of it (measured 0.03 s)"
 
     settle(server)
     assert_empty not_done(values), "every job should have run; these are nowhere any more"
@@ -203,12 +206,13 @@ describe "Redis faults" do
     cpu_before = cpu_seconds(server.pid)
     staller = RedisClient.new(url: @own.url, read_timeout: 10)
     staller.call("DEBUG", "SLEEP", "6")
+    back = now
     staller.close
     cpu = cpu_seconds(server.pid) - cpu_before
-    took = time_to_run("after-stall", queue: "urgent")
-    puts format("\nRedis stalled 6 s: the server used %.2f s of CPU; a job enqueued after the stall ran in %.2f s", cpu, took)
+    took = time_to_run("after-stall", queue: "urgent", since: back)
+    puts format("\nRedis stalled 6 s: the server used %.2f s of CPU; a job enqueued after the stall ran %.2f s after it", cpu, took)
     assert_operator cpu, :<, 0.5, "the server should not spin while Redis is stalled"
-    assert_operator took, :<, 1.5, "a job enqueued after the stall should run within about a second"
+    assert_operator took, :<, 1.0, "a job enqueued after the stall should run within a second of its end (measured 0.03 s)"
 
     settle(server)
     assert_empty not_done(values), "every job should have run; these are nowhere any more"

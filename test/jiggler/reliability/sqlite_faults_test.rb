@@ -85,16 +85,17 @@ describe "SQLite faults" do
 
     cpu_before = servers.sum { |server| cpu_seconds(server.pid) }
     hold_write_lock(7) # the jobs finish meanwhile; their acknowledgements and retries wait for the lock
+    released = now
     cpu = servers.sum { |server| cpu_seconds(server.pid) } - cpu_before
-    enqueued = now
     Reliability::RecordJob.enqueue("after-lock")
     wait_for(timeout: 10, message: "a job enqueued after the lock to run") { recorded_count("run:after-lock") == 1 }
-    took = now - enqueued
-    puts format("\nSQLite write lock held 7 s: the servers used %.2f s of CPU; a job enqueued after it ran in %.2f s", cpu, took)
+    took = now - released
+    puts format("\nSQLite write lock held 7 s: the servers used %.2f s of CPU; a job enqueued after it ran %.2f s after its release", cpu, took)
     # A writer waiting for the lock polls it every few milliseconds (Ruby sleeps between tries, so the reactor goes on):
     # some CPU, where spinning would take both servers' whole 7 s.
     assert_operator cpu, :<, 2.0, "the servers should not spin while the file is locked"
-    assert_operator took, :<, 1.5, "a job enqueued after the lock should run within about a second"
+    # README: the loops resume "within a second" (measured 0.02-0.03 s).
+    assert_operator took, :<, 1.0, "a job enqueued after the lock should run within a second of its release"
 
     wait_for(message: "the acknowledgements and retries written") { servers.all? { |server| held_by(server).empty? } }
     servers.each do |server|

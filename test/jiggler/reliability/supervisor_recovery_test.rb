@@ -41,14 +41,16 @@ StoreTarget.describe_each("recovery under a supervisor") do
     now - killed
   end
 
-  it "puts the jobs of a server process killed with kill -9 back in about a second, not after the reaper's wait" do
+  # README: the supervisor puts them back "in tens of milliseconds". Measured (2 cores, with the wait's 20 ms polls):
+  # p50 0.024-0.029 s on Redis, 0.048 s on SQLite; the bound is the promise, the median under 0.1 s.
+  it "puts the jobs of a server process killed with kill -9 back in tens of milliseconds, not after the reaper's wait" do
     supervisor = start_reliable("-p", "3", "-c", "2", wait: false) # recovery_timeout: 15 s, the default
     values = (1..6).map { |round| "r#{round}" }
     times = values.map { |value| time_recovery(supervisor, value) }
     p50 = times.sort[times.size / 2]
     puts format("\nrecovery under a supervisor (%s): p50 %.3f s, max %.3f s over %d kill -9 (%s)", target_name, p50,
       times.max, times.size, times.map { |time| format("%.3f", time) }.join(", "))
-    assert_operator p50, :<, 1.5
+    assert_operator p50, :<, 0.1, "the jobs of a dead server process should be back in tens of milliseconds"
     wait_for(timeout: 60, message: "every job to run to the end") { values.all? { |value| recorded_count("done:#{value}") >= 1 } }
     supervisor.signal("TERM")
     assert_equal 0, supervisor.wait(timeout: 20), supervisor.log

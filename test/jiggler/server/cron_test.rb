@@ -52,4 +52,49 @@ describe Jiggler::Server::Cron do
       FileUtils.rm_rf(dir)
     end
   end
+
+  # A six-field cron line (seconds first) whose only tick this year is at `time` (a Time).
+  def at(time) = time.strftime("%-S %-M %-H %-d %-m *")
+
+  # The ticks (epoch seconds) of the recurring jobs in the default queue, by task.
+  def enqueued_ticks
+    store.queue_entries("default").map { |entry| Jiggler::Payload.load(entry)["recurring"] }
+      .to_h { |recurring| [recurring["task"], recurring["tick"]] }
+  end
+
+  # Two looks of a new Cron loop (the second finds nothing new), as a server that just started makes them.
+  def look_twice(tasks, missed)
+    cron = Jiggler::Server::Cron.new(store: Jiggler::Store.dedicated(Jiggler.config), tasks: tasks, missed: missed,
+      interval: 1, logger: Logger.new(File::NULL), middleware: Jiggler::Middleware::Chain.new)
+    Sync do
+      2.times { cron.send(:tick) }
+    ensure
+      cron.stop
+    end
+  end
+
+  def task(name, schedule) = [name, Jiggler::RecurringTask.build(name, {"class" => "CronTestTickJob", "schedule" => schedule})]
+
+  # README, Recurring jobs: "A tick more than 60 s late when a server first sees it is skipped". The late tick is
+  # 60.1-60.5 s old when the loop looks (it waits for a time 0.1-0.4 s past a whole second), so the test shows the
+  # limit is 60 s, and not any second more; a tick 59 s late still runs.
+  it "skips a tick more than 60 s late when it first sees it, and runs one less late" do
+    wait_for(message: "a time 0.1-0.4 s past a second") { (0.1..0.4).cover?(Time.now.to_f % 1) }
+    second = Time.at(Time.now.to_i)
+    look_twice([task("late", at(second - 60)), task("in_time", at(second - 59))].to_h, :skip)
+    assert_equal ["in_time"], enqueued_ticks.keys, "a tick 60.1-60.5 s late ran, or one 59 s late did not"
+    assert_equal (second - 59).to_i, enqueued_ticks["in_time"]
+  end
+
+  # README: "with config[:recurring_missed] = :run_once, the latest missed tick runs once when a server comes back".
+  # The task's last tick was 5 minutes ago, the tick before a minute earlier: the later one runs, once.
+  it "runs the latest missed tick once with recurring_missed: :run_once, and none without" do
+    now = Time.at(Time.now.to_i)
+    schedule = "#{now.strftime("%-S")} #{(now - 360).strftime("%-M")},#{(now - 300).strftime("%-M")} * * * *"
+    look_twice([task("skipped", schedule)].to_h, :skip)
+    assert_empty enqueued_ticks, "a tick 5 minutes late ran without recurring_missed: :run_once"
+    look_twice([task("caught_up", schedule)].to_h, :run_once)
+    assert_equal({"caught_up" => (now - 300).to_i}, enqueued_ticks)
+    assert_equal 1, store.queue_sizes["default"], "the missed tick ran more than once"
+  end
 end

@@ -53,6 +53,18 @@ describe Jiggler::Server::Failure do
     assert_equal [:retry] * 25 + [:dead], Array.new(26) { record(data).set }
   end
 
+  # README, Jobs that kill their process: "A suspect that fails with an error (it ran alone, and its process survived)
+  # is no longer suspect": the payload written to the retry or dead set runs side by side again, its deaths beside
+  # others forgotten, so a later death beside others does not make it a suspect at once.
+  it "clears a suspect that fails with an error of its suspicion, on its way to retry or dead" do
+    [job("suspect" => true, "deaths_beside" => 2), job("suspect" => true, "deaths_beside" => 1, "retries" => 0)].each do |data|
+      failed = record(data)
+      written = written(failed)
+      refute Jiggler::JobRules.suspect?(written), "a suspect that failed on its way to #{failed.set} is still one"
+      assert_nil written["deaths_beside"], failed.set.to_s
+    end
+  end
+
   it "records the error class and message" do
     data = written(record(job, raised(ArgumentError.new("bad value"))))
     assert_equal ["ArgumentError", "bad value"], data.values_at("error_class", "error_message")

@@ -8,6 +8,7 @@ require "jiggler/server/processor"
 require "jiggler/server/workers"
 require "jiggler/server/fetcher"
 require "jiggler/server/listener"
+require "support/loop_test"
 
 # Jobs for the fetcher tests; what they do is recorded in EVENTS.
 module FetcherTest
@@ -71,6 +72,14 @@ module FetcherTest
       on_wait&.call
       __getobj__.fetch_when_pushed(...)
     end
+
+    # The listener's waits for an announcement, counted as they begin.
+    def wake_waits = @wake_waits ||= 0
+
+    def wait_for_wake(...)
+      @wake_waits = wake_waits + 1
+      __getobj__.wait_for_wake(...)
+    end
   end
 
   # The real store, noting the limit of every fetch and the handles it gave.
@@ -97,8 +106,10 @@ module FetcherTest
   end
 end
 
-describe Jiggler::Server::Fetcher do
-  before do
+# What the fetcher tests share: a fetcher, its workers and a listener on a real store, and when they are done.
+module FetcherServing
+  def setup
+    super
     FetcherTest::EVENTS.clear
     FetcherTest.gate = Async::Queue.new
     FetcherTest.on_gate = nil
@@ -131,15 +142,13 @@ describe Jiggler::Server::Fetcher do
 
   def settled?(processed) = store.in_flight_count(FetcherTest::PROCESS).zero? && store.counts[:processed] == processed
 
-  def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
-
-  # The ids of the connections blocked in a wait for a push (BLMOVE).
-  def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
-
-  # Whether the fetcher counted by `counter` began a wait in Redis, and Redis shows a connection blocked in one.
-  def waiting?(counter) = counter.waits.positive? && waiting_in_redis.any?
-
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
+
+# The fetcher on each store (StoreTarget): what it promises whatever the store.
+StoreTarget.describe_each("Jiggler::Server::Fetcher") do
+  include LoopTest
+  include FetcherServing
 
   it "runs pushed jobs and acknowledges them to the store" do
     FetcherTest::Record.enqueue_bulk((1..20).zip)
@@ -206,19 +215,6 @@ describe Jiggler::Server::Fetcher do
     assert_equal ["gate"], FetcherTest::EVENTS
   end
 
-  it "starts a job pushed while idle well before the next poll, woken by the listener when it fetches two queues" do
-    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
-    serve(store: counter, queues: ["default", "other"]) do
-      wait_for(message: "listener") { listening? }
-      fetches = counter.fetches
-      wait_for(message: "an idle fetch") { counter.fetches > fetches }
-      pushed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      FetcherTest::Record.enqueue(1)
-      wait_for(message: "job to run") { FetcherTest::EVENTS.any? }
-      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
-    end
-  end
-
   it "runs every job of a higher priority queue first" do
     FetcherTest::Record.with_options(queue: "low").enqueue_bulk([["low1"], ["low2"], ["low3"]])
     FetcherTest::Record.with_options(queue: "high").enqueue_bulk([["high1"], ["high2"], ["high3"]])
@@ -237,6 +233,74 @@ describe Jiggler::Server::Fetcher do
       wait_for(message: "gated job counted") { store.counts[:processed] == 1 }
     end
   end
+  # Whether the listener waits for announcements: on Redis, subscribed (PUBSUB NUMSUB); on SQLite and PostgreSQL, in
+  # its first wait (the SQLite store reads the counters it compares with before that wait yields).
+  def listening?(counter)
+    return counter.wake_waits.positive? unless target_name == "redis"
+    redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+  end
+
+  # README: a push wakes an idle server (on Redis a PUBLISH, on SQLite the doorbell), well before its next poll.
+  it "starts a job pushed while idle well before the next poll, woken by the listener when it fetches two queues" do
+    counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))
+    serve(store: counter, queues: ["default", "other"]) do
+      wait_for(message: "listener") { listening?(counter) }
+      fetches = counter.fetches
+      wait_for(message: "an idle fetch") { counter.fetches > fetches }
+      pushed = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      FetcherTest::Record.enqueue(1)
+      wait_for(message: "job to run") { FetcherTest::EVENTS.any? }
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - pushed, :<, Jiggler::Server::Fetcher::IDLE_POLL / 4
+    end
+  end
+
+  # The dead jobs' payloads, by jid.
+  def dead_jids = store.set_entries(:dead).map { |payload, _| Jiggler::Payload.load(payload)["jid"] }
+
+  # Serves until `count` more jobs failed (to the dead set: they have no retries) and none is in flight.
+  def serve_until_dead(count)
+    failures = store.counts[:failures] + count
+    serve { wait_for(message: "#{count} more failures") { store.counts[:failures] == failures && settled?(0) } }
+  end
+
+  # README, Retries and the dead set: the dead set "keeps at most dead_max_jobs jobs": the setting, read by the
+  # server, trims the oldest as jobs die.
+  it "keeps at most dead_max_jobs jobs in the dead set, as the server writes deaths" do
+    FetcherTest::Failing.with_options(retries: 0).enqueue_bulk(Array.new(4) { [] })
+    serve_until_dead(4)
+    assert_equal 4, store.counts[:dead], "the default keeps them all"
+    Jiggler.configure { |config| config[:dead_max_jobs] = 2 }
+    newest = FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    assert_equal 2, store.counts[:dead]
+    assert_includes dead_jids, newest, "the newest death is kept"
+  end
+
+  # README: the dead set keeps jobs "for at most dead_timeout": a job that died longer ago is dropped when the server
+  # writes the next death.
+  it "drops dead jobs older than dead_timeout, as the server writes deaths" do
+    old = Jiggler::Payload.dump({"jid" => "old", "name" => "FetcherTest::Failing", "args" => [], "queue" => "default"})
+    @target.plant(store, :dead, Time.now.to_f - 7_200, old)
+    FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    assert_includes dead_jids, "old", "the default (180 days) keeps a job dead for 2 hours"
+    Jiggler.configure { |config| config[:dead_timeout] = 3_600 }
+    newest = FetcherTest::Failing.with_options(retries: 0).enqueue
+    serve_until_dead(1)
+    refute_includes dead_jids, "old", "a job dead for 2 hours outlived a dead_timeout of 1 hour"
+    assert_includes dead_jids, newest
+  end
+end
+
+# The fetcher on Redis: its wait in Redis for a push (BLMOVE) and the listener's PUBLISH.
+describe "Jiggler::Server::Fetcher on Redis" do
+  include FetcherServing
+
+  # The ids of the connections blocked in a wait for a push (BLMOVE).
+  def waiting_in_redis = redis.call("CLIENT", "LIST").lines.grep(/ cmd=blmove /).map { |line| line[/\Aid=(\d+)/, 1] }
+
+  # Whether the fetcher counted by `counter` began a wait in Redis, and Redis shows a connection blocked in one.
+  def waiting?(counter) = counter.waits.positive? && waiting_in_redis.any?
 
   it "takes a job pushed while it is idle in the reply to its wait in Redis, without the listener" do
     counter = FetcherTest::FetchCounter.new(Jiggler::Store.dedicated(Jiggler.config))

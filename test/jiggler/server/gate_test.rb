@@ -25,6 +25,15 @@ module GateTest
 
     def perform = nil
   end
+
+  # One at once too, and fails every time.
+  class FailingOneAtOnceJob
+    include Jiggler::Job
+
+    job_options concurrency: {limit: 1, ttl: 60}
+
+    def perform = raise("it fails")
+  end
 end
 
 StoreTarget.describe_each("Jiggler::Server::Gate") do
@@ -136,6 +145,22 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       fetcher.stop(1)
       metrics.hand_over
       assert_equal [{GateTest::KEY => 1}, 1], [metrics.take.transform_values(&:processed), Jiggler.store.counts[:processed]]
+    end
+  end
+
+  # A limited job that fails gives its slot back at once (README, Concurrency limits: "when a job of the key ends
+  # (succeeds, fails or dies)"), not only when the slot's ttl expires: the next job of its key runs, it does not wait.
+  it "frees the slot of a job that fails, so the next job of its key runs" do
+    key = GateTest::FailingOneAtOnceJob.name
+    in_reactor do |task|
+      _fetcher, workers = pipeline(task)
+      first = GateTest::FailingOneAtOnceJob.enqueue
+      work(workers, fetch)
+      assert_nil slot_expiry(key, first), "the failed job still holds its slot"
+      GateTest::FailingOneAtOnceJob.enqueue
+      work(workers, fetch)
+      assert_equal({}, Jiggler.store.waiting_counts, "the next job waits for the failed job's slot")
+      assert_equal 2, logged(/retry: #{key} /).size, "both jobs ran and failed"
     end
   end
 end

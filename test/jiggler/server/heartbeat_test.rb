@@ -61,7 +61,8 @@ StoreTarget.describe_each("Jiggler::Server::Heartbeat") do
     repaired = now
     reader = breakable.store
     wait_for(timeout: 3, message: "a beat after the outage") { logged(/INFO: heartbeat: working again/).any? && beat_at(reader) }
-    assert_operator now - repaired, :<, 1.5, "the next try comes within the longest back-off (1 s), not an interval later"
+    # Measured 0.02-0.1 s on either store: the outage was short, so the back-off was too.
+    assert_operator now - repaired, :<, 1.0, "the next try comes within the longest back-off (1 s), not an interval later"
     assert_equal 1, logged(/ERROR: heartbeat:.*retrying until it works/).size
     assert_match(/\AINFO: heartbeat: working again after \d+\.\d s\n\z/, logged(/INFO/).join)
   end

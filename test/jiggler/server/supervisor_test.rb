@@ -17,8 +17,9 @@ module SupervisorTest
   end
 end
 
-# `jiggler -p N`: real supervisor processes forking real servers, killed, stopped and signalled as in production.
-describe "jiggler -p (the supervisor)" do
+# `jiggler -p N`: real supervisor processes forking real servers, killed, stopped and signalled as in production, on
+# each store (StoreTarget): the README makes the supervisor's promises for SQLite too.
+StoreTarget.describe_each("jiggler -p (the supervisor)") do
   include ReliabilityHelper
 
   # The registry ids of the server processes a supervisor started, in order, from their start lines.
@@ -41,7 +42,7 @@ describe "jiggler -p (the supervisor)" do
     false
   end
 
-  def in_flight_count(id) = redis.call("HLEN", "{#{@namespace}}:in_flight:#{id}")
+  def in_flight_count(id) = store.in_flight_count(id)
 
   def started_values = recorded.grep(/\Astart:/)
 

@@ -56,8 +56,26 @@ describe "jiggler on Redis Cluster" do
     assert_includes error.message, "point redis_url at that node"
   end
 
-  it "places each namespace on the node of its hash tag's slot, so namespaces spread over the shards" do
-    slots = %w[app-a app-b app-c app-d app-e app-f].to_h { |namespace| [namespace, cluster.owner_url(namespace)] }
-    assert_operator slots.values.uniq.size, :>, 1, "six namespaces should not all land on one of three shards"
+  # Each namespace's keys share its hash tag's slot, so they all live on one node, whichever it is, and namespaces
+  # on different shards each work. Checked on the nodes' own keys, with the slots the cluster computes for them.
+  it "keeps every key a namespace's jobs write in that namespace's slot, on its node, for namespaces on different shards" do
+    namespaces = %w[app-a app-b app-c app-d app-e app-f].map { |name| "#{name}-#{@namespace}" }
+    owners = namespaces.to_h { |namespace| [namespace, cluster.owner_url(namespace)] }
+    assert_operator owners.values.uniq.size, :>, 1, "six namespaces all landed on one of three shards"
+    namespaces.each do |namespace|
+      Jiggler.configure do |config|
+        config[:redis_url] = owners.fetch(namespace)
+        config[:namespace] = namespace
+      end
+      Reliability::RecordJob.enqueue("now")
+      Reliability::RecordJob.enqueue_in(60, "later")
+      Jiggler.store.fetch("cluster-test:process", ["default"], limit: 1, reliable: true)
+      held = cluster.nodes.to_h { |node| [node.port, node.client.call("KEYS", "*#{namespace}*")] }
+      owner = Integer(owners.fetch(namespace)[/:(\d+)\//, 1])
+      refute_empty held.fetch(owner), "#{namespace}: no key on the node of its slot"
+      assert_equal [[]], held.except(owner).values.uniq, "#{namespace}: keys on another node"
+      slots = held.fetch(owner).map { |key| cluster.nodes.first.client.call("CLUSTER", "KEYSLOT", key) }
+      assert_equal [cluster.slot(namespace)], slots.uniq, "#{namespace}: keys outside its slot: #{held.fetch(owner)}"
+    end
   end
 end

@@ -196,7 +196,7 @@ describe Jiggler::Store::Redis do
 
     it "takes the jobs pushed during the wait, recorded in flight, in the reply to the wait" do
       waiting = Thread.new { waiter.fetch_when_pushed(StoreContract::PROCESS, "default", limit: 5, timeout: 5) }
-      sleep 0.05 until redis.call("CLIENT", "LIST").include?(" cmd=blmove ")
+      wait_for(message: "the wait in Redis") { redis.call("CLIENT", "LIST").include?(" cmd=blmove ") }
       subject.push("default", [job(args: [1]), job(args: [2])])
       taken = waiting.value
       assert_equal [[1], [2]], taken.map { |fetched| Jiggler::Payload.load(fetched.payload)["args"] }
