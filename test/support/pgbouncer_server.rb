@@ -45,7 +45,7 @@ class PgBouncerServer
     command = [self.class.binary, "-d", ini]
     command = ["runuser", "-u", "postgres", "--", *command] if Process.uid.zero?
     system(*command) or raise "pgbouncer did not start: #{log}"
-    wait_until_listening
+    Ports.wait_until_listening(@port, "pgbouncer")
     Minitest.after_run { stop } if defined?(Minitest)
     self
   end
@@ -65,15 +65,4 @@ class PgBouncerServer
   def pidfile = File.join(@dir, "pgbouncer.pid")
 
   def log = File.exist?(File.join(@dir, "pgbouncer.log")) ? File.read(File.join(@dir, "pgbouncer.log")) : ""
-
-  def wait_until_listening
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    begin
-      TCPSocket.new("127.0.0.1", @port).close
-    rescue SystemCallError
-      raise "pgbouncer is not listening on #{@port}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.05
-      retry
-    end
-  end
 end

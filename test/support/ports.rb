@@ -8,4 +8,17 @@ module Ports
 
   # A port the system just handed out and took back: free now, and closed unless someone starts listening on it.
   def free_port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] }
+
+  # Waits until a server accepts connections on the port, for at most 10 s.
+  # @parameter name [String] what should listen there, for the error.
+  def wait_until_listening(port, name)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    begin
+      TCPSocket.new("127.0.0.1", port).close
+    rescue SystemCallError
+      raise "#{name} is not listening on port #{port}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.02
+      retry
+    end
+  end
 end

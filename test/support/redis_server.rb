@@ -33,7 +33,7 @@ class RedisServer
       "--appendonly", @appendonly ? "yes" : "no", "--appendfsync", "always", "--loglevel", "warning",
       "--enable-debug-command", "local", # DEBUG SLEEP stalls Redis in fault tests
       *@args, out: File::NULL, err: File::NULL)
-    wait_until_ready
+    Ports.wait_until_listening(@port, "redis-server")
     # Minitest runs the tests from an at_exit hook; stop only after they are done.
     Minitest.after_run { stop } unless @cleanup_registered
     @cleanup_registered = true
@@ -72,17 +72,4 @@ class RedisServer
   end
 
   def running? = !@pid.nil?
-
-  private
-
-  def wait_until_ready
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    begin
-      TCPSocket.new("127.0.0.1", @port).close
-    rescue SystemCallError
-      raise "redis-server did not start on port #{@port}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.02
-      retry
-    end
-  end
 end
