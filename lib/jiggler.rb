@@ -10,6 +10,7 @@ require_relative "jiggler/client"
 require_relative "jiggler/job"
 require_relative "jiggler/iteration"
 require_relative "jiggler/result"
+require_relative "jiggler/workflow"
 
 # Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing and
 # configuration; the summary, the cleaner and the executor load when first used, so servers that never use them do

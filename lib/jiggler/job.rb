@@ -50,6 +50,14 @@ module Jiggler
     # The run the server performs (set by the server before `perform`); nil outside a server.
     attr_writer :execution
 
+    # Set by the server for a workflow step that waited for others (Workflow): reads their results.
+    attr_writer :workflow_step
+
+    # The return values of the workflow steps this one waited for (`after:`), read from the store when asked.
+    # @returns [Hash(String, Object)] each dependency's jid => its return value (nil when it returned nothing
+    #   JSON-native); empty for a job that waited for nothing.
+    def dependency_results = @workflow_step ? @workflow_step.call : {}
+
     # Whether the job should stop: it was cancelled (Jiggler.cancel), or its timeout has passed. A job is stopped at
     # its next I/O anyway; a job that computes without I/O checks this in its loop and returns (or raises).
     # @returns [Boolean]

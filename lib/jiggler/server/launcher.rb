@@ -15,6 +15,7 @@ require_relative "cancellations"
 require_relative "reaper"
 require_relative "../metrics/recorder"
 require_relative "gate"
+require_relative "steps"
 require_relative "iterations"
 
 module Jiggler
@@ -39,6 +40,7 @@ module Jiggler
         @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
         gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
+        steps = Steps.new(process: @identity.id, reliable: config.at_least_once?, logger: logger, store: -> { @client_store })
         @executions = Executions.new(logger: logger)
         @store = Store.dedicated(config)
         suspects = Suspects.new(store: @store, process: @identity.id, reliable: config.at_least_once?)
@@ -47,7 +49,7 @@ module Jiggler
           stopping: -> { @winding_down }, logger: logger)
         processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
           alone: suspects.method(:alone?), config: config, metrics: metrics, gate: gate, executions: @executions,
-          iterations: iterations)
+          iterations: iterations, steps: steps)
         @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
         @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers,
           suspects: suspects, logger: logger)

@@ -36,6 +36,10 @@ module Jiggler
       # run, and it is no longer this delivery's to acknowledge (it may even be fetched again before the next ack).
       WAITING = :waiting
 
+      # What `call` returns for a workflow step that succeeded: it was acknowledged with its completion (Steps), so,
+      # as for WAITING, the caller must not acknowledge it again.
+      COMPLETED = :completed
+
       # @parameter logger [Logger]
       # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
       # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
@@ -45,9 +49,12 @@ module Jiggler
       # @parameter gate [Gate | Nil] checks concurrency and rate limits; nil runs every job.
       # @parameter executions [Executions | Nil] the running jobs, for cancel, timeout and progress; nil: none of them.
       # @parameter iterations [Iterations | Nil] checkpoints and stops iterable jobs; nil: they run to their end.
+      # @parameter steps [Steps | Nil] completes workflow steps; nil: a step is acknowledged as any job, and its
+      #   dependants never run (a server always gives one).
       def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config,
-        metrics: nil, gate: nil, executions: nil, iterations: nil)
+        metrics: nil, gate: nil, executions: nil, iterations: nil, steps: nil)
         @logger = logger
+        @steps = steps
         @iterations = iterations
         @executions = executions
         @results = results
@@ -63,7 +70,8 @@ module Jiggler
       end
 
       # @parameter fetched [Store::Fetched]
-      # @returns [Store::Failed | Nil | SUSPECT | WAITING] nil when the job succeeded, else its failure record for
+      # @returns [Store::Failed | Nil | SUSPECT | WAITING | COMPLETED] COMPLETED for a workflow step acknowledged
+      #   with its completion; nil when the job succeeded, else its failure record for
       #   Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone; WAITING for a
       #   job that waits off the queue for its limit, or for an iterable job put back in its queue for the shutdown,
       #   which the caller must not acknowledge.
@@ -88,7 +96,7 @@ module Jiggler
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
         unless failure.equal?(WAITING) || failure.is_a?(Interrupted)
-          failed = !failure.nil? && failure.failure? # a snooze or a cancel is not a failure
+          failed = !failure.nil? && !failure.equal?(COMPLETED) && failure.failure? # a snooze or a cancel is not a failure
           @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, failed)
         end
         failure
@@ -108,6 +116,7 @@ module Jiggler
         instance = klass.new
         instance.jid = job["jid"]
         instance.iteration = @iterations.delivery(fetched, job) if iterable && @iterations
+        instance.workflow_step = -> { @steps.results(job) } if job["after"] && @steps
         if (limits = job["limits"]) && @gate
           # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
           by = @executions&.requested_by(job["jid"])
@@ -128,6 +137,7 @@ module Jiggler
           @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms queue=#{fetched.queue} " \
             "attempt=#{attempt(job)}")
         end
+        return completed(fetched, job, value) if job["workflow"] && @steps
         nil
       rescue Async::Stop => error
         # Cancel, timeout and shutdown stop a job the same way; what ended it decides where it goes. A cancel or a
@@ -229,6 +239,12 @@ module Jiggler
         end
         @handlers.died(job, error)
         Failure.malformed(fetched, problem, Time.now.to_f)
+      end
+
+      # A workflow step that succeeded: done, acknowledged and its dependants released in one store step (Steps).
+      def completed(fetched, job, value)
+        @steps.complete(fetched, job, value)
+        COMPLETED
       end
 
       # Gives a limited job's slot back; if the store fails, the slot's ttl frees it.

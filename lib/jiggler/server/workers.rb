@@ -140,7 +140,7 @@ module Jiggler
       def report(job, failure)
         if failure.equal?(Processor::SUSPECT)
           @reporter.isolate(job)
-        elsif failure.equal?(Processor::WAITING)
+        elsif failure.equal?(Processor::WAITING) || failure.equal?(Processor::COMPLETED)
           @reporter.moved(job)
         else
           @reporter.done(job, failure)

@@ -17,6 +17,7 @@ require_relative "redis/metrics"
 require_relative "redis/recurrences"
 require_relative "redis/uniqueness"
 require_relative "redis/limits"
+require_relative "redis/workflows"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -47,6 +48,7 @@ module Jiggler
       include Recurrences
       include Uniqueness
       include Limits
+      include Workflows
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

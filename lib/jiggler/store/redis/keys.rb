@@ -78,6 +78,13 @@ module Jiggler
         # A key of recurring tasks: "tasks", "ticks", "runs" or "disabled".
         def recurring(part) = "#{@prefix}recurring:#{part}"
 
+        # The hash of a workflow's steps: their dependants, the waiting ones' payloads and counts, which are done,
+        # their results, and how many are left.
+        def workflow(id) = "#{@prefix}workflow:#{id}"
+
+        # The sorted set of workflow ids, by when their state expires (+inf while they run): clear_all's index.
+        def workflows = "#{@prefix}workflows"
+
         # A key of per-class metrics: a minute's hash, "minutes" or "total".
         def metrics(suffix) = "#{@prefix}metrics:#{suffix}"
       end

@@ -1,0 +1,52 @@
+# frozen_string_literal: true
+
+require_relative "../result"
+require_relative "../workflow"
+require_relative "../store/connection_error"
+
+module Jiggler
+  module Server
+    # Completes the workflow steps this server performs (Workflow): the store marks the step done, acknowledges
+    # it and releases the dependants whose last dependency it was, in one atomic step, once per jid. The processor
+    # calls it only for a payload with a "workflow" field; other jobs never reach it.
+    class Steps
+      # How many times a completion is tried before the step is left in flight (for the shutdown's requeue or a
+      # reaper: it then runs again, and its second completion is the one that counts).
+      ATTEMPTS = 3
+
+      # @parameter process [String] this server's id.
+      # @parameter reliable [Boolean] whether fetched jobs are held in flight (at-least-once).
+      # @parameter store [#call] gives the store to use.
+      # @parameter logger [Logger]
+      def initialize(process:, reliable:, logger:, store: -> { Jiggler.store })
+        @process = process
+        @reliable = reliable
+        @store = store
+        @logger = logger
+      end
+
+      # @parameter fetched [Store::Fetched]
+      # @parameter job [Hash] the parsed payload.
+      # @parameter value [Object] what the step returned, kept for its dependants when JSON-native.
+      def complete(fetched, job, value)
+        result = value.nil? || Payload.problem_with(value) ? nil : Payload.dump(value)
+        attempt = 0
+        begin
+          @store.call.complete_step(@process, fetched, workflow: job["workflow"].to_s, jid: job["jid"].to_s,
+            result: result, reliable: @reliable, retention: Workflow::RETENTION)
+        rescue Store::ConnectionError => error
+          retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
+          @logger.error("#{job["name"]} jid=#{job["jid"]}: workflow step not completed (#{error.message}); it stays in flight and runs again")
+        end
+      end
+
+      # The results of the steps a step waited for.
+      # @parameter job [Hash] the step's payload.
+      # @returns [Hash(String, Object)] jid => return value (nil when it returned nothing storable).
+      def results(job)
+        after = Array(job["after"])
+        @store.call.step_results(job["workflow"].to_s, after).transform_values { |json| json && JSON.parse(json) }
+      end
+    end
+  end
+end

@@ -1,0 +1,25 @@
+-- Writes a workflow: every step's list of dependants, each waiting step with its payload, queue and count of
+-- dependencies left, and the count of steps not done; steps with no dependency go to their queues' tails.
+-- The index of workflows (id => when its state expires, +inf while it runs) lets clear_all find them.
+-- KEYS[1] the workflow's hash, KEYS[2] set of queue names, KEYS[3] index of workflows
+-- ARGV[1] wake channel, ARGV[2] queue key prefix, ARGV[3] number of steps, ARGV[4] workflow id, ARGV[5] now, then
+-- per step: jid, queue, payload, dependencies (a count, as a decimal string), dependants (jids joined by ",")
+redis.call("ZREMRANGEBYSCORE", KEYS[3], "-inf", ARGV[5])
+redis.call("ZADD", KEYS[3], "+inf", ARGV[4])
+redis.call("HSET", KEYS[1], "left", ARGV[3])
+for i = 6, #ARGV, 5 do
+  local jid, queue, payload, waiting, dependants = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  redis.call("HSET", KEYS[1], "q:" .. jid, queue)
+  if dependants ~= "" then
+    redis.call("HSET", KEYS[1], "d:" .. jid, dependants)
+  end
+  if waiting ~= "0" then
+    redis.call("HSET", KEYS[1], "n:" .. jid, waiting, "p:" .. jid, payload)
+  else
+    redis.call("SADD", KEYS[2], queue)
+    if redis.call("LPUSH", ARGV[2] .. queue, payload) == 1 then
+      redis.call("PUBLISH", ARGV[1], queue)
+    end
+  end
+end
+return 1

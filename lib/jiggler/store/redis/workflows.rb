@@ -1,0 +1,66 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module Store
+    class Redis
+      # Workflows in Redis: one hash per workflow (Keys#workflow) holds the whole graph, so each step is one script
+      # on one key (workflow.lua writes it, step.lua completes a step with its acknowledgement).
+      module Workflows
+        WORKFLOW = Script.new("workflow")
+        STEP = Script.new("step")
+        private_constant :WORKFLOW, :STEP
+
+        # Writes a workflow in one atomic step; steps without dependencies go to their queues.
+        # @parameter id [String]
+        # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
+        #   dependencies and the jids of the steps that wait for it.
+        def create_workflow(id, steps)
+          argv = [@keys.wake, @keys.queue(""), steps.size.to_s, id, Time.now.to_f.to_s]
+          steps.each { |jid, queue, payload, waiting, dependants| argv.push(jid, queue, payload, waiting.to_s, dependants.join(",")) }
+          with { |redis| WORKFLOW.call(redis, [@keys.workflow(id), @keys.queues, @keys.workflows], argv) }
+          nil
+        end
+
+        # Completes a step with its acknowledgement, once per jid (see step.lua).
+        # @parameter process [String]
+        # @parameter fetched [Fetched] the delivery, acknowledged in the same step (when `reliable`).
+        # @parameter workflow [String] the workflow's id.
+        # @parameter jid [String]
+        # @parameter result [String | Nil] the step's return value as JSON, for its dependants.
+        # @parameter retention [Numeric] seconds a finished workflow's state is kept.
+        # @returns [Boolean] true when this call completed the step; false when it was done before.
+        def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
+          keys = [@keys.workflow(workflow), @keys.in_flight(process), @keys.processed, @keys.queues, @keys.workflows]
+          argv = [reliable ? fetched.handle : "", jid, result.to_s, @keys.wake, @keys.queue(""), retention.ceil.to_s,
+            workflow, (Time.now.to_f + retention).to_s]
+          with { |redis| STEP.call(redis, keys, argv) } == 1
+        end
+
+        # The stored results of steps.
+        # @returns [Hash(String, String | Nil)] jid => result JSON (nil for a step that returned nil or is not done).
+        def step_results(workflow, jids)
+          return {} if jids.empty?
+          values = with { |redis| redis.call("HMGET", @keys.workflow(workflow), *jids.map { |jid| "r:#{jid}" }) }
+          jids.zip(values).to_h
+        end
+
+        # Each step's state: "waiting" (for dependencies), "released" (queued, running or retrying) or "done".
+        # @returns [Hash(String, String)] jid => state; empty for an unknown or expired workflow.
+        def workflow_steps(workflow)
+          fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
+          fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
+            [jid, fields.key?("done:#{jid}") ? "done" : (fields.key?("n:#{jid}") ? "waiting" : "released")]
+          end
+        end
+
+        # Deletes every workflow's state, then what the other roles hold.
+        def clear_all
+          ids = with { |redis| redis.call("ZRANGE", @keys.workflows, 0, -1) }
+          ids.each_slice(CHUNK) { |slice| with { |redis| redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }]) } }
+          with { |redis| redis.call("DEL", @keys.workflows) }
+          super
+        end
+      end
+    end
+  end
+end

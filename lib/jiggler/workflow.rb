@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "error"
+require_relative "job"
+require_relative "payload"
+require_relative "workflow/group"
+
+module Jiggler
+  # Jobs with dependencies: a step runs once every step it waits for (`after:`) has succeeded, and may read their
+  # return values (Job#dependency_results). Groups gather steps, nest, and take an `on_success` callback: a step
+  # that waits for every step of its group. The whole graph is written in one atomic store step by `start`.
+  #
+  #   flow = Jiggler::Workflow.new
+  #   parts = [1, 2, 3].map { |n| flow.step(FetchPart, n) }      # fan-out
+  #   merged = flow.step(MergeParts, after: parts)                # fan-in
+  #   flow.on_success(Notify, "all done")                         # after every step
+  #   flow.start
+  #
+  # A step's completion is one atomic store step with its acknowledgement, idempotent by jid: a step performed
+  # twice (its process killed after it returned) counts once, so each dependant is released once, and each callback
+  # runs once. A step that fails is retried as any job; its dependants wait for it, and a dead step holds them until
+  # it is retried from the dead set and succeeds (or the workflow is left unfinished).
+  class Workflow
+    # Raised for a graph that cannot run: a cycle, an unknown dependency, a class that is not a job.
+    class InvalidError < Error; end
+
+    # How long a finished workflow's state (steps, results) is kept, in seconds.
+    RETENTION = 86_400
+
+    # @returns [String] the workflow's id, named in each step's payload ("workflow").
+    attr_reader :id
+
+    # @parameter client [Client | Nil] the client to write through; nil: `Jiggler.client` at `start`.
+    def initialize(client: nil)
+      @id = "wf-#{SecureRandom.hex(10)}"
+      @client = client
+      @steps = {}
+      @started = false
+      @root = Group.new(self)
+    end
+
+    # Adds a step (see Group#step). @returns [String] its jid.
+    def step(klass, *args, after: []) = @root.step(klass, *args, after: after)
+
+    # A nested group (see Group#group). @returns [Group]
+    def group(&) = @root.group(&)
+
+    # The workflow's callback, after every step (see Group#on_success). @returns [String] its jid.
+    def on_success(klass, *args) = @root.on_success(klass, *args)
+
+    # Writes every step in one atomic step: those without dependencies go to their queues, the others wait.
+    # @returns [String] the workflow's id.
+    # @raises [InvalidError] for an empty workflow, a cycle, or one started twice.
+    def start
+      raise InvalidError, "workflow #{@id} was already started" if @started
+      raise InvalidError, "workflow #{@id} has no steps" if @steps.empty?
+      check_acyclic!
+      client = @client || Jiggler.client
+      dependants = Hash.new { |hash, jid| hash[jid] = [] }
+      @steps.each_value { |step| step[:after].each { |dep| dependants[dep] << step[:jid] } }
+      now = Time.now.to_f
+      rows = @steps.each_value.map do |step|
+        [step[:jid], step[:queue], payload(client, step, now), step[:after].size, dependants.fetch(step[:jid], [])]
+      end
+      client.store.create_workflow(@id, rows)
+      @started = true
+      @id
+    end
+
+    # The steps, for inspection: jid => {class, args, after, queue}.
+    # @returns [Hash]
+    def steps = @steps.transform_values { |step| step.slice(:klass, :args, :after, :queue) }
+
+    # Records a step (Group#step calls this). @returns [String] its jid.
+    def add(klass, args, after)
+      raise InvalidError, "workflow #{@id} was already started" if @started
+      unless klass.is_a?(Class) && klass.include?(Job) && klass.name
+        raise InvalidError, "a workflow step must be a named Jiggler::Job class (got #{klass.inspect})"
+      end
+      options = klass.job_options
+      if options[:batch_size] || options[:unique]
+        raise InvalidError, "#{klass} sets #{options[:batch_size] ? "batch_size" : "unique"}, which a workflow step cannot have"
+      end
+      Payload.check_args!(klass.name, args)
+      after.each { |dep| raise InvalidError, "unknown dependency #{dep.inspect} for a step of #{klass}" unless @steps.key?(dep) }
+      jid = SecureRandom.hex(12)
+      @steps[jid] = {jid: jid, klass: klass, args: args, after: after.uniq, queue: options[:queue]}
+      jid
+    end
+
+    private
+
+    def payload(client, step, now)
+      job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
+      job["jid"] = step[:jid]
+      job["workflow"] = @id
+      job["after"] = step[:after] unless step[:after].empty?
+      job["enqueued_at"] = now
+      Payload.dump(job)
+    end
+
+    # Steps only name steps made before them, so a cycle cannot be built through this API; the check guards the
+    # graph anyway (Kahn's algorithm), for a step list edited by hand.
+    def check_acyclic!
+      waiting = @steps.transform_values { |step| step[:after].size }
+      dependants = Hash.new { |hash, jid| hash[jid] = [] }
+      @steps.each_value { |step| step[:after].each { |dep| dependants[dep] << step[:jid] } }
+      ready = waiting.select { |_, count| count.zero? }.keys
+      until ready.empty?
+        jid = ready.pop
+        dependants[jid].each { |dependant| ready << dependant if (waiting[dependant] -= 1).zero? }
+        waiting.delete(jid)
+      end
+      raise InvalidError, "workflow #{@id} has a cycle through #{waiting.keys.first(3).join(", ")}" unless waiting.empty?
+    end
+  end
+end

@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+# Workflows (contract.md, "Workflows"): a workflow's graph written at once, and each step completed with its
+# acknowledgement, once per jid, releasing the dependants whose last dependency it was.
+module StoreContract
+  module Specs
+    def describe_workflows
+      it "queues the steps without dependencies and holds the others" do
+        a, b, c = step_jobs(3)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(b, 0, [c]), step(c, 2, [])])
+        assert_equal [a, b].map(&:last), subject.queue_entries("default")
+        assert_equal({a.first => "released", b.first => "released", c.first => "waiting"}, subject.workflow_steps("wf-1"))
+      end
+
+      it "releases a dependant when its last dependency completes, and acknowledges each step with its completion" do
+        a, b, c = step_jobs(3)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(b, 0, [c]), step(c, 2, [])])
+        first, second = fetch(limit: 2)
+        assert complete(first, a.first, result: "1")
+        assert_equal({}, subject.queue_sizes)
+        assert complete(second, b.first, result: %({"x":2}))
+        assert_equal [c.last], subject.queue_entries("default")
+        assert_equal 0, subject.in_flight_count(PROCESS)
+        assert_equal 2, subject.counts[:processed]
+        assert_equal({a.first => "1", b.first => %({"x":2})}, subject.step_results("wf-1", [a.first, b.first]))
+        assert_equal "done", subject.workflow_steps("wf-1")[a.first]
+      end
+
+      it "completes a step once however often it is completed (a second delivery)" do
+        a, c = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
+        first = fetch(limit: 1).first
+        assert complete(first, a.first)
+        subject.requeue(PROCESS) # nothing left to requeue: the step left flight with its completion
+        refute complete(first, a.first)
+        subject.push("default", [a.last]) # delivered again, as after a reaper found it
+        assert_equal [c.last, a.last], subject.queue_entries("default")
+        again = fetch(limit: 2).find { |fetched| fetched.payload == a.last }
+        refute complete(again, a.first)
+        assert_equal [c.last], subject.in_flight(PROCESS).map(&:payload) # c released once, a acknowledged
+      end
+
+      it "completes a step taken at most once (reliable: false)" do
+        a, c = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
+        first = fetch(limit: 1, reliable: false).first
+        assert complete(first, a.first, reliable: false)
+        assert_equal [c.last], subject.queue_entries("default")
+        assert_equal 1, subject.counts[:processed]
+      end
+
+      it "releases a fan-out of many dependants in one step" do
+        root, *leaves = step_jobs(1_201)
+        subject.create_workflow("wf-1", [step(root, 0, leaves.map(&:first)), *leaves.map { |leaf| step(leaf, 1, []) }])
+        assert complete(fetch(limit: 1).first, root.first)
+        assert_equal({"default" => 1_200}, subject.queue_sizes)
+      end
+
+      it "forgets every workflow on clear_all" do
+        a, c = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
+        subject.clear_all
+        assert_equal({}, subject.workflow_steps("wf-1"))
+      end
+    end
+  end
+
+  # Step payloads: [jid, payload] pairs.
+  def step_jobs(count)
+    Array.new(count) do
+      jid = SecureRandom.hex(12)
+      [jid, job(jid: jid, workflow: "wf-1")]
+    end
+  end
+
+  # A row of create_workflow.
+  def step((jid, payload), waiting, dependants) = [jid, "default", payload, waiting, dependants.map { |dep| dep.is_a?(Array) ? dep.first : dep }]
+
+  def complete(fetched, jid, result: nil, reliable: true, workflow: "wf-1")
+    subject.complete_step(PROCESS, fetched, workflow: workflow, jid: jid, result: result, reliable: reliable, retention: 60)
+  end
+end
