@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 8
+      VERSION = 9
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -95,9 +95,26 @@ module Jiggler
           CREATE INDEX rate_plan_by_time ON rate_plan (key, at);
         SQL
         # Requests to cancel jobs (Jiggler.cancel), kept a while for the servers that have not seen them yet.
-        8 => <<~SQL
+        8 => <<~SQL,
           CREATE TABLE cancel_requests (jid TEXT NOT NULL, requested_by TEXT NOT NULL, at REAL NOT NULL);
           CREATE INDEX cancel_requests_by_time ON cancel_requests (at);
+        SQL
+        # Workflows: each step's dependants, whether it is done and its result, and, while it waits for its
+        # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is left, when its state expires.
+        9 => <<~SQL
+          CREATE TABLE workflow_steps (
+            workflow TEXT NOT NULL,
+            jid TEXT NOT NULL,
+            queue TEXT NOT NULL,
+            waiting INTEGER NOT NULL,
+            payload TEXT,
+            dependants TEXT NOT NULL,
+            done INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            PRIMARY KEY (workflow, jid)
+          ) WITHOUT ROWID;
+          CREATE TABLE workflows (id TEXT PRIMARY KEY, steps_left INTEGER NOT NULL, expires_at REAL);
+          CREATE INDEX workflows_by_expiry ON workflows (expires_at) WHERE expires_at IS NOT NULL;
         SQL
       }.freeze
 

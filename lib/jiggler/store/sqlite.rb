@@ -20,6 +20,7 @@ require_relative "sqlite/recurrences"
 require_relative "sqlite/uniqueness"
 require_relative "sqlite/limits"
 require_relative "sqlite/rates"
+require_relative "sqlite/workflows"
 
 module Jiggler
   module Store
@@ -50,6 +51,7 @@ module Jiggler
       include Uniqueness
       include Limits
       include Rates
+      include Workflows
 
       CHUNK = 500
       PUSH_POLL = 0.005
@@ -148,10 +150,11 @@ module Jiggler
       end
 
       # Finished jobs, and items gone into batches, are kept `done_retention` seconds for their history, then deleted;
-      # results are kept until they expire. The scheduler's check runs this.
+      # results and finished workflows are kept until they expire. The scheduler's check runs this.
       def prune(queue_db, now)
         queue_db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
         queue_db.db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
+        prune_workflows(queue_db.db, now)
       end
 
       # Drops dead jobs older than `cutoff` and beyond the newest `max`.
