@@ -22,6 +22,7 @@ require_relative "postgres/limits"
 require_relative "postgres/rates"
 require_relative "postgres/cancels"
 require_relative "postgres/cancel_waiting"
+require_relative "postgres/workflows"
 
 module Jiggler
   module Store
@@ -55,6 +56,7 @@ module Jiggler
       include Rates
       include Cancels
       include CancelWaiting
+      include Workflows
 
       CHUNK = 5000
       SETS = %w[scheduled retry dead].freeze
@@ -177,11 +179,12 @@ module Jiggler
           @db.bytes(destination.payload), id])
       end
 
-      # Expired results and signals nobody took are deleted; finished jobs left at their
+      # Expired results, signals nobody took and expired finished workflows are deleted; finished jobs left at their
       # acknowledgement. The scheduler's check runs this.
       def prune(now)
         @db.query("DELETE FROM @.results WHERE expires_at <= $1", [now])
         @db.query("DELETE FROM @.unique_locks WHERE expires_at <= $1", [now - @done_retention])
+        prune_workflows(now)
       end
 
       def set_state(set)

@@ -13,7 +13,7 @@ module Jiggler
       # whatever else the table holds, and `fetch` is one function call: one round trip, one short
       # transaction.
       module Schema
-        VERSION = 5
+        VERSION = 6
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
@@ -54,6 +54,11 @@ module Jiggler
             requested_by text, at float8 NOT NULL);
           CREATE INDEX IF NOT EXISTS cancel_requests_at ON @.cancel_requests (at);
           CREATE TABLE IF NOT EXISTS @.schema_version (version integer NOT NULL);
+          CREATE TABLE IF NOT EXISTS @.workflow_steps (workflow text, jid text, queue text NOT NULL,
+            waiting integer NOT NULL, payload bytea, dependants text[] NOT NULL,
+            done boolean NOT NULL DEFAULT false, result text, PRIMARY KEY (workflow, jid));
+          CREATE TABLE IF NOT EXISTS @.workflows (id text PRIMARY KEY, steps_left integer NOT NULL,
+            expires_at float8);
         SQL
 
         # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find
