@@ -180,6 +180,54 @@ module Jiggler
           END $$;
         SQL
 
+        # Completes a workflow step with its acknowledgement, once per jid (Workflows#complete_step), in one call:
+        # under the workflow's transaction advisory lock, the delivery leaves flight (counted as processed), the step
+        # is marked done with its result, and each dependant whose last dependency it was becomes a queued job.
+        # Returns whether this call completed the step.
+        WORKFLOW_STEP = <<~SQL
+          CREATE OR REPLACE FUNCTION @.complete_step(process text, handle bigint, reliable boolean, wf text,
+            step text, step_result text, now_at float8, retention float8, channel text, lock_name text)
+          RETURNS boolean LANGUAGE plpgsql AS $$
+          DECLARE
+            acked integer := 0;
+            completed boolean;
+            deps text[];
+            released bigint;
+          BEGIN
+            PERFORM pg_advisory_xact_lock(hashtextextended(lock_name, 0));
+            IF reliable THEN
+              DELETE FROM @.jobs j WHERE j.id = handle AND j.state = 'in_flight' AND j.owner = process;
+              GET DIAGNOSTICS acked = ROW_COUNT;
+            END IF;
+            UPDATE @.workflow_steps s SET done = true, result = step_result
+              WHERE s.workflow = wf AND s.jid = step AND NOT s.done RETURNING s.dependants INTO deps;
+            completed := FOUND;
+            IF acked > 0 OR (completed AND NOT reliable) THEN
+              INSERT INTO @.counters AS c (name, value) VALUES ('processed', 1)
+                ON CONFLICT (name) DO UPDATE SET value = c.value + 1;
+            END IF;
+            IF NOT completed THEN
+              RETURN false;
+            END IF;
+            WITH ready AS (UPDATE @.workflow_steps s SET waiting = s.waiting - 1
+                WHERE s.workflow = wf AND s.jid = ANY(deps) AND s.waiting > 0
+                RETURNING s.jid, s.waiting, s.queue, s.payload),
+              queued AS (INSERT INTO @.jobs (state, queue, run_at, payload)
+                SELECT 'queued', r.queue, now_at, r.payload FROM ready r WHERE r.waiting = 0 ORDER BY r.jid
+                RETURNING 1)
+            SELECT count(*) INTO released FROM queued;
+            IF released > 0 THEN
+              -- The payloads now live in the jobs' rows.
+              UPDATE @.workflow_steps s SET payload = NULL
+                WHERE s.workflow = wf AND s.jid = ANY(deps) AND s.waiting = 0 AND s.payload IS NOT NULL;
+              PERFORM pg_notify(channel, 'queues');
+            END IF;
+            UPDATE @.workflows w SET steps_left = w.steps_left - 1,
+              expires_at = CASE WHEN w.steps_left = 1 THEN now_at + retention END WHERE w.id = wf;
+            RETURN true;
+          END $$;
+        SQL
+
         module_function
 
         # Makes the tables unless they exist at this version.
@@ -192,7 +240,7 @@ module Jiggler
               db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
               next if current?(db) # made meanwhile by another process
               db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-              [TABLES, JSON, FETCH, RATE].each { |sql| db.run(sql) }
+              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP].each { |sql| db.run(sql) }
               db.query("DELETE FROM @.schema_version")
               db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
             end

@@ -11,11 +11,8 @@ module Jiggler
       module Workflows
         STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants) " \
           "SELECT $1, j, q, w, p, string_to_array(d, ',') FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[]) AS r(j, q, w, p, d)"
-        DONE = "UPDATE @.workflow_steps SET done = true, result = $3 WHERE workflow = $1 AND jid = $2 AND NOT done " \
-          "RETURNING dependants"
-        RELEASE = "UPDATE @.workflow_steps SET waiting = waiting - 1 WHERE workflow = $1 AND jid = ANY($2::text[]) " \
-          "AND waiting > 0 RETURNING jid, waiting, queue, payload"
-        private_constant :STEPS, :DONE, :RELEASE
+        COMPLETE = "SELECT @.complete_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        private_constant :STEPS, :COMPLETE
 
         # Writes a workflow in one transaction; steps without dependencies go to their queues.
         # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
@@ -36,18 +33,14 @@ module Jiggler
           nil
         end
 
-        # Completes a step with its acknowledgement, once per jid, in one transaction (see contract.md).
+        # Completes a step with its acknowledgement, once per jid: one call of the schema's `complete_step`
+        # function (Schema::WORKFLOW_STEP), so the workflow's lock is held for one round trip's work, never across
+        # round trips.
         # @returns [Boolean] true when this call completed the step; false when it was done before.
         def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
-          now = Time.now.to_f
-          write do
-            @db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))", ["#{@channel}:workflow:#{workflow}"])
-            acked = reliable ? @db.change("DELETE FROM @.jobs WHERE id = $1 AND state = 'in_flight' AND owner = $2", [fetched.handle, process]) : 0
-            dependants = @db.query(DONE, [workflow, jid, result]).first
-            count("processed", 1) if acked == 1 || (dependants && !reliable)
-            next false unless dependants
-            release_dependants(workflow, parse_array(dependants.first), now, retention)
-            true
+          with do
+            @db.value(COMPLETE, [process, (fetched.handle if reliable), reliable, workflow, jid, result, Time.now.to_f,
+              retention.to_f, @channel, "#{@channel}:workflow:#{workflow}"])
           end
         end
 
@@ -71,31 +64,10 @@ module Jiggler
 
         private
 
-        def release_dependants(workflow, dependants, now, retention)
-          released = dependants.each_slice(CHUNK).flat_map do |slice|
-            @db.query(RELEASE, [workflow, slice]).select { |_, waiting, *| waiting.zero? }
-          end
-          unless released.empty?
-            insert("queued", released.map { |_, _, queue, payload| [queue, now, payload] })
-            announce("queues")
-            # The payload now lives in the job's row.
-            @db.query("UPDATE @.workflow_steps SET payload = NULL WHERE workflow = $1 AND jid = ANY($2::text[])",
-              [workflow, released.map(&:first)])
-          end
-          @db.query("UPDATE @.workflows SET steps_left = steps_left - 1, expires_at = CASE WHEN steps_left = 1 THEN $2::float8 END " \
-            "WHERE id = $1", [workflow, now + retention])
-        end
-
         # Drops the state of finished workflows once it expired.
         def prune_workflows(now)
           @db.query("DELETE FROM @.workflow_steps WHERE workflow IN (SELECT id FROM @.workflows WHERE expires_at <= $1)", [now])
           @db.query("DELETE FROM @.workflows WHERE expires_at <= $1", [now])
-        end
-
-        # A text[] column as an Array (the connection decodes it as text).
-        def parse_array(value)
-          return value if value.is_a?(Array)
-          PG::TextDecoder::Array.new.decode(value)
         end
       end
     end

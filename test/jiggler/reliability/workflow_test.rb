@@ -1,0 +1,92 @@
+# frozen_string_literal: true
+
+require_relative "helper"
+
+# A workflow of 10,000 steps (a fan-out of 9,000 from one root, a fan-in of all 9,000, a step handed the results of
+# 20, a nested group with a group nested in it, each with its on_success callback, and the workflow's callback) run by
+# servers killed with SIGKILL every second. Each step records "start:<jid>" and "done:<jid>" (an O_APPEND file:
+# one order for every process), so the record shows that no step started before each of its dependencies had run to
+# its end, that every step ran, and how often each ran. A step runs more than once only when the server running it
+# was killed before its completion reached the store (at-least-once): every extra run must follow a run by a server
+# that was killed. A callback released twice would run twice with no kill to explain it.
+StoreTarget.describe_each("workflows under kill -9") do
+  include ReliabilityHelper
+
+  LEAVES = 9_000
+  GROUP_STEPS = 925
+  INNER_STEPS = 69
+
+  # @returns [Array(Jiggler::Workflow, Hash(String, String))] the workflow and its named steps.
+  def build_workflow
+    flow = Jiggler::Workflow.new
+    named = {"root" => flow.step(Reliability::StepJob, "root")}
+    leaves = Array.new(LEAVES) { |index| flow.step(Reliability::StepJob, index, after: named["root"]) }
+    named["merge"] = flow.step(Reliability::MergeStepJob, (0...20).to_a, after: leaves.first(20))
+    named["fan-in"] = flow.step(Reliability::StepJob, "fan-in", after: leaves)
+    flow.group do |group|
+      GROUP_STEPS.times { |index| group.step(Reliability::StepJob, "g#{index}", after: named["root"]) }
+      group.group do |inner|
+        INNER_STEPS.times { |index| inner.step(Reliability::StepJob, "i#{index}", after: named["root"]) }
+        named["inner callback"] = inner.on_success(Reliability::StepJob, "inner callback")
+      end
+      named["group callback"] = group.on_success(Reliability::StepJob, "group callback")
+    end
+    named["workflow callback"] = flow.on_success(Reliability::StepJob, "workflow callback")
+    [flow, named]
+  end
+
+  it "runs every step after its dependencies, and each callback once, while servers are killed" do
+    flow, named = build_workflow
+    assert_equal 10_000, flow.steps.size
+    started = now
+    flow.start
+    env = {"JIGGLER_TEST_MAX_CRASHES" => "1000", "JIGGLER_TEST_POLL_INTERVAL" => "0.5"}
+    servers = Array.new(2) { start_reliable("-c", "10", env: env, recovery_timeout: 1) }
+    killed = []
+    finished = -> { recorded.include?("done:#{named["workflow callback"]}") }
+    while !finished.call && now - started < 120
+      sleep 1
+      break if finished.call
+      victim = servers.shift
+      victim.signal(:KILL)
+      victim.wait(timeout: 5)
+      killed << victim.pid
+      servers << start_reliable("-c", "10", env: env, recovery_timeout: 1)
+    end
+    wait_for(timeout: 60, message: "the workflow's callback to run") { finished.call }
+    elapsed = now - started
+
+    records = self.records
+    first_start = {}
+    first_done = {}
+    starts = 0
+    runs = Hash.new { |hash, jid| hash[jid] = [] }
+    records.each_with_index do |(value, pid, _), line|
+      kind, jid = value.split(":", 2)
+      if kind == "start"
+        first_start[jid] ||= line
+        starts += 1
+      end
+      next unless kind == "done"
+      first_done[jid] ||= line
+      runs[jid] << pid
+    end
+    steps = flow.steps
+    assert_equal steps.keys.sort, runs.keys.sort, "every step ran to its end"
+    early = steps.select { |jid, step| step[:after].any? { |dep| first_done.fetch(dep) > first_start.fetch(jid) } }
+    assert_empty early.keys, "steps that started before a dependency had run to its end"
+    unexplained = runs.select { |_, pids| pids[0...-1].any? { |pid| !killed.include?(pid) } }
+    assert_empty unexplained, "steps that ran again though the server of their earlier run was not killed"
+    assert recorded.include?("results:#{named["merge"]}:ok"), "the merge step got its dependencies' results"
+    refute recorded.any? { |value| value.end_with?(":bad") }
+    callbacks = named.slice("inner callback", "group callback", "workflow callback").transform_values { |jid| runs[jid].size }
+    wait_for(timeout: 10, message: "every step done in the store") { store.workflow_steps(flow.id).values.uniq == ["done"] }
+    again = runs.values.sum(&:size) - runs.size
+    puts format("\nworkflow on %s: %d steps in %.1f s, %d servers killed -9; steps started again after a kill: %d, " \
+      "run to their end twice: %d; callback runs: %s; steps before their dependencies: %d", target_name, steps.size,
+      elapsed, killed.size, starts - steps.size, again,
+      callbacks.map { |name, count| "#{name} #{count}" }.join(", "), early.size)
+    assert_operator killed.size, :>=, 2, "servers should have been killed mid-workflow"
+    assert_operator starts, :>, steps.size, "some kills should have caught steps mid-run"
+  end
+end
