@@ -29,7 +29,7 @@ module Jiggler
       # @parameter job [Hash] the parsed payload.
       # @parameter value [Object] what the step returned, kept for its dependants when JSON-native.
       def complete(fetched, job, value)
-        result = value.nil? || Payload.problem_with(value) ? nil : Payload.dump(value)
+        result = Payload.dump(value) unless value.nil? || Payload.problem_with(value)
         attempt = 0
         begin
           @store.call.complete_step(@process, fetched, workflow: job["workflow"].to_s, jid: job["jid"].to_s,

@@ -12,21 +12,17 @@ require_relative "helper"
 StoreTarget.describe_each("workflows under kill -9") do
   include ReliabilityHelper
 
-  LEAVES = 9_000
-  GROUP_STEPS = 925
-  INNER_STEPS = 69
-
   # @returns [Array(Jiggler::Workflow, Hash(String, String))] the workflow and its named steps.
   def build_workflow
     flow = Jiggler::Workflow.new
     named = {"root" => flow.step(Reliability::StepJob, "root")}
-    leaves = Array.new(LEAVES) { |index| flow.step(Reliability::StepJob, index, after: named["root"]) }
+    leaves = Array.new(9_000) { |index| flow.step(Reliability::StepJob, index, after: named["root"]) }
     named["merge"] = flow.step(Reliability::MergeStepJob, (0...20).to_a, after: leaves.first(20))
     named["fan-in"] = flow.step(Reliability::StepJob, "fan-in", after: leaves)
     flow.group do |group|
-      GROUP_STEPS.times { |index| group.step(Reliability::StepJob, "g#{index}", after: named["root"]) }
+      925.times { |index| group.step(Reliability::StepJob, "g#{index}", after: named["root"]) }
       group.group do |inner|
-        INNER_STEPS.times { |index| inner.step(Reliability::StepJob, "i#{index}", after: named["root"]) }
+        69.times { |index| inner.step(Reliability::StepJob, "i#{index}", after: named["root"]) }
         named["inner callback"] = inner.on_success(Reliability::StepJob, "inner callback")
       end
       named["group callback"] = group.on_success(Reliability::StepJob, "group callback")

@@ -53,7 +53,7 @@ module Jiggler
         # @returns [Hash(String, String)] jid => "waiting", "released" or "done"; empty for an unknown workflow.
         def workflow_steps(workflow)
           rows = with { @db.query("SELECT jid, done, waiting FROM @.workflow_steps WHERE workflow = $1", [workflow]) }
-          rows.to_h { |jid, done, waiting| [jid, if done then "done" elsif waiting.positive? then "waiting" else "released" end] }
+          rows.to_h { |jid, done, waiting| [jid, step_state(done, waiting.positive?)] }
         end
 
         # Deletes every workflow, then what the other roles hold.
@@ -63,6 +63,12 @@ module Jiggler
         end
 
         private
+
+        # "done", "waiting" (for dependencies) or "released" (queued, running or retrying).
+        def step_state(done, waiting)
+          return "done" if done
+          waiting ? "waiting" : "released"
+        end
 
         # Drops the state of finished workflows once it expired.
         def prune_workflows(now)

@@ -49,7 +49,7 @@ module Jiggler
         def workflow_steps(workflow)
           fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
           fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
-            [jid, fields.key?("done:#{jid}") ? "done" : (fields.key?("n:#{jid}") ? "waiting" : "released")]
+            [jid, step_state(fields.key?("done:#{jid}"), fields.key?("n:#{jid}"))]
           end
         end
 
@@ -59,6 +59,14 @@ module Jiggler
           ids.each_slice(CHUNK) { |slice| with { |redis| redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }]) } }
           with { |redis| redis.call("DEL", @keys.workflows) }
           super
+        end
+
+        private
+
+        # "done", "waiting" (for dependencies) or "released" (queued, running or retrying).
+        def step_state(done, waiting)
+          return "done" if done
+          waiting ? "waiting" : "released"
         end
       end
     end

@@ -1,0 +1,109 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "async"
+require "logger"
+require "jiggler/server/processor"
+require "jiggler/server/steps"
+
+# Jobs for the workflow tests.
+module WorkflowTest
+  RUNS = []
+
+  class Add
+    include Jiggler::Job
+
+    def perform(a, b) = a + b
+  end
+
+  class Sum
+    include Jiggler::Job
+
+    def perform = RUNS << dependency_results.values.sum
+  end
+
+  class Items
+    include Jiggler::Job
+
+    job_options batch_size: 10
+
+    def perform_batch(args_list) = nil
+  end
+end
+
+describe Jiggler::Workflow do
+  before { WorkflowTest::RUNS.clear }
+
+  it "writes the steps without dependencies to their queues and holds the others" do
+    flow = Jiggler::Workflow.new
+    a = flow.step(WorkflowTest::Add, 1, 2)
+    b = flow.step(WorkflowTest::Add, 3, 4)
+    sum = flow.step(WorkflowTest::Sum, after: [a, b])
+    assert_equal flow.id, flow.start
+    queued = store.queue_entries("default").map { |payload| JSON.parse(payload) }
+    assert_equal [a, b].sort, queued.map { |job| job["jid"] }.sort
+    assert_equal [flow.id], queued.map { |job| job["workflow"] }.uniq
+    assert_equal({a => "released", b => "released", sum => "waiting"}, store.workflow_steps(flow.id))
+  end
+
+  it "hands a step its dependencies' results once they all succeeded, through the processor" do
+    flow = Jiggler::Workflow.new
+    parts = [[1, 2], [3, 4]].map { |args| flow.step(WorkflowTest::Add, *args) }
+    sum = flow.step(WorkflowTest::Sum, after: parts)
+    flow.start
+    steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
+    processor = Jiggler::Server::Processor.new(logger: Logger.new(nil), results: store, steps: steps)
+    Sync do
+      store.fetch("p1", ["default"], limit: 2).each do |fetched|
+        assert_same Jiggler::Server::Processor::COMPLETED, processor.call(fetched)
+      end
+      assert_equal 0, store.in_flight_count("p1"), "each step left flight with its completion"
+      last = store.fetch("p1", ["default"], limit: 2)
+      assert_equal [sum], last.map { |fetched| JSON.parse(fetched.payload)["jid"] }
+      processor.call(last.first)
+    end
+    assert_equal [10], WorkflowTest::RUNS
+    assert_equal ["done"], store.workflow_steps(flow.id).values.uniq
+  end
+
+  it "nests groups, each with its callback after all its steps" do
+    flow = Jiggler::Workflow.new
+    first = flow.step(WorkflowTest::Add, 1, 1)
+    inner_callback = nil
+    group = flow.group do |outer|
+      outer.step(WorkflowTest::Add, 2, 2, after: first)
+      outer.group { |inner| inner_callback = inner.on_success(WorkflowTest::Sum) if inner.step(WorkflowTest::Add, 3, 3) }
+    end
+    after_group = flow.step(WorkflowTest::Add, 0, 0, after: group)
+    last = flow.on_success(WorkflowTest::Sum)
+    steps = flow.steps
+    assert_equal 3, group.jids.size, "the group holds its step and its nested group's step and callback"
+    assert_equal 1, steps[inner_callback][:after].size
+    assert_equal group.jids.sort, steps[after_group][:after].sort
+    assert_equal (steps.keys - [last]).sort, steps[last][:after].sort
+  end
+
+  it "refuses a graph that cannot run, with a clear error" do
+    flow = Jiggler::Workflow.new
+    error = assert_raises(Jiggler::Workflow::InvalidError) { flow.step(String) }
+    assert_match(/named Jiggler::Job class/, error.message)
+    error = assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Add, 1, 2, after: "nope") }
+    assert_match(/unknown dependency "nope"/, error.message)
+    assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Items) }
+    assert_raises(Jiggler::Workflow::InvalidError) { flow.on_success(WorkflowTest::Sum) }
+    assert_raises(Jiggler::Workflow::InvalidError) { flow.start }
+    flow.step(WorkflowTest::Add, 1, 2)
+    flow.on_success(WorkflowTest::Sum)
+    assert_match(/on_success/, assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Add, 1, 2) }.message)
+    flow.start
+    assert_match(/already started/, assert_raises(Jiggler::Workflow::InvalidError) { flow.start }.message)
+  end
+
+  it "finds a cycle in a graph edited by hand" do
+    flow = Jiggler::Workflow.new
+    a = flow.step(WorkflowTest::Add, 1, 2)
+    b = flow.step(WorkflowTest::Add, 1, 2, after: a)
+    flow.instance_variable_get(:@steps)[a][:after] = [b]
+    assert_match(/cycle/, assert_raises(Jiggler::Workflow::InvalidError) { flow.start }.message)
+  end
+end
