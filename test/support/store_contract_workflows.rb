@@ -56,6 +56,13 @@ module StoreContract
         assert_equal({"default" => 1_200}, subject.queue_sizes)
       end
 
+      it "gives the graph: each step's state and dependants" do
+        a, b, c = step_jobs(3)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(b, 0, [c]), step(c, 2, [])])
+        expected = {a.first => ["released", [c.first]], b.first => ["released", [c.first]], c.first => ["waiting", []]}
+        assert_equal expected, subject.workflow_graph("wf-1")
+      end
+
       it "forgets every workflow on clear_all" do
         a, c = step_jobs(2)
         subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])

@@ -9,6 +9,7 @@ require_relative "recurring_routes"
 require_relative "../set_actions"
 require_relative "prometheus"
 require_relative "chart"
+require_relative "workflow_graph"
 require_relative "../metrics/report"
 require_relative "../unique_job"
 require_relative "../cancellation"
@@ -57,6 +58,11 @@ module Jiggler
         router.get("/busy") { erb(:busy, locals: {stats: Stats.new(store)}) }
         router.get("/queues") { erb(:queues, locals: {stats: Stats.new(store)}) }
         router.get("/assets/:file") { Assets.response(route_params["file"]) || not_found }
+        router.get("/workflows/:id") do
+          id = route_params["id"]
+          graph = WorkflowGraph.new(store.workflow_graph(id))
+          erb(:workflow, status: graph.nodes.empty? ? 404 : 200, locals: {id: id, graph: graph})
+        end
         router.get("/queues/:name") do
           name = route_params["name"]
           rows = store.queue_entries(name, limit: PER_PAGE + 1, offset: (page - 1) * PER_PAGE)

@@ -51,9 +51,14 @@ module Jiggler
         end
 
         # @returns [Hash(String, String)] jid => "waiting", "released" or "done"; empty for an unknown workflow.
-        def workflow_steps(workflow)
-          rows = with { @db.query("SELECT jid, done, waiting FROM @.workflow_steps WHERE workflow = $1", [workflow]) }
-          rows.to_h { |jid, done, waiting| [jid, step_state(done, waiting.positive?)] }
+        def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
+
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids], for the dashboard's graph.
+        def workflow_graph(workflow)
+          rows = with do
+            @db.query("SELECT jid, done, waiting, array_to_string(dependants, ',') FROM @.workflow_steps WHERE workflow = $1", [workflow])
+          end
+          rows.to_h { |jid, done, waiting, dependants| [jid, [step_state(done, waiting.positive?), dependants.split(",")]] }
         end
 
         # Deletes every workflow, then what the other roles hold.

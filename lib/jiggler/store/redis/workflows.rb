@@ -46,10 +46,14 @@ module Jiggler
 
         # Each step's state: "waiting" (for dependencies), "released" (queued, running or retrying) or "done".
         # @returns [Hash(String, String)] jid => state; empty for an unknown or expired workflow.
-        def workflow_steps(workflow)
+        def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
+
+        # Each step's state and the steps that wait for it, for the dashboard's graph.
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids].
+        def workflow_graph(workflow)
           fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
           fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
-            [jid, step_state(fields.key?("done:#{jid}"), fields.key?("n:#{jid}"))]
+            [jid, [step_state(fields.key?("done:#{jid}"), fields.key?("n:#{jid}")), fields.fetch("d:#{jid}", "").split(",")]]
           end
         end
 

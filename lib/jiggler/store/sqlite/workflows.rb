@@ -57,9 +57,12 @@ module Jiggler
         end
 
         # @returns [Hash(String, String)] jid => "waiting", "released" or "done"; empty for an unknown workflow.
-        def workflow_steps(workflow)
-          rows = with { |db| db.execute("SELECT jid, done, waiting FROM workflow_steps WHERE workflow = ?", [workflow]) }
-          rows.to_h { |jid, done, waiting| [jid, step_state(done == 1, waiting.positive?)] }
+        def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
+
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids], for the dashboard's graph.
+        def workflow_graph(workflow)
+          rows = with { |db| db.execute("SELECT jid, done, waiting, dependants FROM workflow_steps WHERE workflow = ?", [workflow]) }
+          rows.to_h { |jid, done, waiting, dependants| [jid, [step_state(done == 1, waiting.positive?), dependants.split(",")]] }
         end
 
         # Deletes every workflow, then what the other roles hold.

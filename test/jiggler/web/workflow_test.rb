@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/web_session"
+
+module WebWorkflowTest
+  class Step
+    include Jiggler::Job
+
+    def perform(_value) = nil
+  end
+end
+
+# The dashboard's workflow page: the graph of a workflow's steps, by depth, each with its state.
+describe "Jiggler::Web workflow page" do
+  include WebSession
+
+  it "draws each step with its state, and a wide column as one node with its counts" do
+    flow = Jiggler::Workflow.new
+    root = flow.step(WebWorkflowTest::Step, 0)
+    leaves = Array.new(20) { |index| flow.step(WebWorkflowTest::Step, index, after: root) }
+    last = flow.step(WebWorkflowTest::Step, 1, after: leaves)
+    flow.start
+    get "/workflows/#{flow.id}"
+    assert_equal 200, last_response.status
+    assert_includes body, %(data-step="#{root}" data-state="released")
+    assert_includes body, %(data-step="#{last}" data-state="waiting")
+    assert_includes body, "20 steps"
+    assert_includes body, "0 released · 0 done"
+    assert_equal 2, body.scan("<line ").size, "root to the wide column, the wide column to the last step"
+  end
+
+  it "answers 404 for an unknown workflow" do
+    get "/workflows/wf-nope"
+    assert_equal 404, last_response.status
+    assert_includes body, "No workflow wf-nope"
+  end
+
+  it "links a job's page to its workflow" do
+    job = payload(workflow: "wf-1")
+    add_failed(:dead, [[1_900_000_000.5, job]])
+    get "/dead/1900000000.5-#{jid_of(job)}"
+    assert_includes body, %(<a href="/workflows/wf-1">wf-1</a>)
+  end
+end
