@@ -8,7 +8,7 @@ module Jiggler
     class WorkflowGraph
       NODES_PER_COLUMN = 12
       COLUMN_WIDTH = 190
-      NODE_WIDTH = 150
+      NODE_WIDTH = 170
       NODE_HEIGHT = 26
       ROW_HEIGHT = 36
       STATES = %w[waiting released done].freeze
@@ -18,7 +18,22 @@ module Jiggler
         def x = column * COLUMN_WIDTH + 10
         def y = row * ROW_HEIGHT + 10
         def height = jid ? NODE_HEIGHT : NODE_HEIGHT + 14
-        def state = counts.max_by { |state, count| [count.positive? ? 1 : 0, STATES.index(state)] }.first
+        # The state most of its steps are in.
+        def state = counts.max_by { |state, count| [count, STATES.index(state)] }.first
+
+        # A column's node is drawn in bands, one per state, as wide as its share of the steps.
+        # @returns [Array([String, Integer, Integer])] state, x and width of each band.
+        def bands
+          total = counts.values.sum
+          left = x
+          counts.filter_map do |state, count|
+            next if count.zero?
+            width = (NODE_WIDTH * count.fdiv(total)).round
+            band = [state, left, width]
+            left += width
+            band
+          end
+        end
       end
 
       attr_reader :nodes, :edges, :counts

@@ -26,7 +26,7 @@ describe "Jiggler::Web workflow page" do
     assert_includes body, %(data-step="#{root}" data-state="released")
     assert_includes body, %(data-step="#{last}" data-state="waiting")
     assert_includes body, "20 steps"
-    assert_includes body, "0 released · 0 done"
+    assert_includes body, "20 waiting</text>"
     assert_equal 2, body.scan("<line ").size, "root to the wide column, the wide column to the last step"
   end
 

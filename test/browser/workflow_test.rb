@@ -1,0 +1,53 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/browser_session"
+require "support/web_session"
+
+module BrowserWorkflowTest
+  class Step
+    include Jiggler::Job
+
+    def perform(_value) = nil
+  end
+end
+
+# The workflow page in headless Chromium: a graph of 1,000 steps, half way through, drawn within the page's CSP.
+describe "workflow page in a browser" do
+  include BrowserSession
+  include WebSession
+
+  it "draws a workflow as a graph, each step in its state" do
+    flow = Jiggler::Workflow.new
+    root = flow.step(BrowserWorkflowTest::Step, 0)
+    leaves = Array.new(996) { |index| flow.step(BrowserWorkflowTest::Step, index, after: root) }
+    merge = flow.step(BrowserWorkflowTest::Step, 1, after: leaves)
+    flow.group do |group|
+      group.step(BrowserWorkflowTest::Step, 2, after: merge)
+      group.on_success(BrowserWorkflowTest::Step, 3)
+    end
+    flow.start
+    # The root and 400 leaves complete, as a server would complete them.
+    store.fetch("browser-test", ["default"], limit: 1).each do |fetched|
+      store.complete_step("browser-test", fetched, workflow: flow.id, jid: root, result: nil, reliable: true, retention: 60)
+    end
+    store.fetch("browser-test", ["default"], limit: 400).each do |fetched|
+      jid = JSON.parse(fetched.payload)["jid"]
+      store.complete_step("browser-test", fetched, workflow: flow.id, jid: jid, result: nil, reliable: true, retention: 60)
+    end
+    visit("/workflows/#{flow.id}")
+    wait_in_browser("the graph") { page.at_css("svg.workflow") }
+    states = page.evaluate("Array.from(document.querySelectorAll('.wf-node[data-step]')).map(n => n.dataset.step + '=' + n.dataset.state)")
+    assert_includes states, "#{root}=done"
+    assert_includes states, "#{merge}=waiting"
+    assert_equal "996 steps", text(".wf-node:not([data-step]) text")
+    assert_equal "done 401", text(".wf-legend.wf-done")
+    assert_equal "released 596", text(".wf-legend.wf-released")
+    edges = page.evaluate("document.querySelectorAll('line.wf-edge').length")
+    assert_equal 4, edges, "root to the leaves, the leaves to the merge, the merge to the group's step, that step to its callback"
+    assert_equal "596 released · 400 done", text(".wf-node:not([data-step]) .wf-counts")
+    fill = page.evaluate("getComputedStyle(document.querySelector('.wf-done rect')).fill")
+    refute_equal "rgb(0, 0, 0)", fill, "the stylesheet colors each state (the CSP lets it load)"
+    screenshot("workflow")
+  end
+end
