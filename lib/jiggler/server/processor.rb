@@ -116,7 +116,9 @@ module Jiggler
         instance = klass.new
         instance.jid = job["jid"]
         instance.iteration = @iterations.delivery(fetched, job) if iterable && @iterations
-        instance.workflow_step = -> { @steps.results(job) } if job["after"] && @steps
+        # A job outside a workflow pays this one lookup: its completion below reuses it.
+        workflow = @steps && job["workflow"]
+        instance.workflow_step = -> { @steps.results(job) } if workflow && job["after"]
         if (limits = job["limits"]) && @gate
           # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
           by = @executions&.requested_by(job["jid"])
@@ -137,7 +139,7 @@ module Jiggler
           @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms queue=#{fetched.queue} " \
             "attempt=#{attempt(job)}")
         end
-        return completed(fetched, job, value) if job["workflow"] && @steps
+        return completed(fetched, job, value) if workflow
         nil
       rescue Async::Stop => error
         # Cancel, timeout and shutdown stop a job the same way; what ended it decides where it goes. A cancel or a
