@@ -18,8 +18,8 @@ module Jiggler
   #   flow.start
   #
   # A step's completion is one atomic store step with its acknowledgement, idempotent by jid: a step performed
-  # twice (its process killed after it returned) counts once, so each dependant is released once, and each callback
-  # runs once. A step that fails is retried as any job; its dependants wait for it, and a dead step holds them until
+  # twice (its process killed after it returned) counts once, so each dependant, callbacks included, is queued
+  # once. A step that fails is retried as any job; its dependants wait for it, and a dead step holds them until
   # it is retried from the dead set and succeeds (or the workflow is left unfinished).
   class Workflow
     # Raised for a graph that cannot run: a cycle, an unknown dependency, a class that is not a job.

@@ -40,6 +40,16 @@ module StoreContract
         assert_equal [c.last], subject.in_flight(PROCESS).map(&:payload) # c released once, a acknowledged
       end
 
+      it "completes no step the workflow does not hold, and none of a workflow it does not know" do
+        a, c = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
+        stranger = fetch(limit: 1).first
+        refute complete(stranger, "f" * 24)
+        refute complete(stranger, a.first, workflow: "wf-unknown")
+        assert_equal({a.first => "released", c.first => "waiting"}, subject.workflow_steps("wf-1"))
+        assert_equal 0, subject.in_flight_count(PROCESS), "the delivery is acknowledged all the same"
+      end
+
       it "completes a step taken at most once (reliable: false)" do
         a, c = step_jobs(2)
         subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])

@@ -6,14 +6,15 @@
 -- ARGV[1] in-flight field ("" when not held in flight), ARGV[2] jid, ARGV[3] result JSON or "", ARGV[4] wake
 -- channel, ARGV[5] queue key prefix, ARGV[6] seconds to keep a finished workflow, ARGV[7] workflow id, ARGV[8] when
 -- a finished workflow's state expires (epoch seconds, written by the caller)
--- Returns 1 when this call completed the step, 0 when it was done already (or the workflow is gone).
+-- Returns 1 when this call completed the step, 0 when it was done already (or the workflow does not hold it).
 local acked = 0
 if ARGV[1] ~= "" then
   acked = redis.call("HDEL", KEYS[2], ARGV[1])
 end
 local counted = acked
 local done = 0
-if redis.call("EXISTS", KEYS[1]) == 1 and redis.call("HSETNX", KEYS[1], "done:" .. ARGV[2], "1") == 1 then
+-- Only a step the workflow holds (an expired workflow, or a jid it never had, changes nothing).
+if redis.call("HEXISTS", KEYS[1], "q:" .. ARGV[2]) == 1 and redis.call("HSETNX", KEYS[1], "done:" .. ARGV[2], "1") == 1 then
   done = 1
   if ARGV[1] == "" then counted = 1 end
   if ARGV[3] ~= "" then
