@@ -22,6 +22,17 @@ module WorkflowTest
     def perform = RUNS << dependency_results.values.sum
   end
 
+  # Fails until FLAKY_FAILURES is empty.
+  FLAKY_FAILURES = []
+
+  class Flaky
+    include Jiggler::Job
+
+    job_options retries: 0
+
+    def perform = FLAKY_FAILURES.shift ? raise("not yet") : 1
+  end
+
   class Items
     include Jiggler::Job
 
@@ -64,6 +75,34 @@ describe Jiggler::Workflow do
     end
     assert_equal [10], WorkflowTest::RUNS
     assert_equal ["done"], store.workflow_steps(flow.id).values.uniq
+  end
+
+  it "holds a dead step's dependants until the step is retried from the dead set and succeeds" do
+    WorkflowTest::FLAKY_FAILURES.replace([true])
+    flow = Jiggler::Workflow.new
+    flaky = flow.step(WorkflowTest::Flaky)
+    sum = flow.step(WorkflowTest::Sum, after: flaky)
+    flow.start
+    steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
+    processor = Jiggler::Server::Processor.new(logger: Logger.new(nil), results: store, steps: steps)
+    run = lambda do
+      Sync do
+        store.fetch("p1", ["default"], limit: 1).map do |fetched|
+          outcome = processor.call(fetched)
+          store.fail("p1", [outcome], reliable: true, dead_cutoff: 0.0, dead_max: 100) if outcome.is_a?(Jiggler::Store::Failed)
+          outcome
+        end
+      end
+    end
+    assert_predicate run.call.first, :dead?
+    assert_equal({flaky => "released", sum => "waiting"}, store.workflow_steps(flow.id), "the dependant waits")
+    assert_empty store.queue_entries("default")
+    payload, score = store.set_entries(:dead).first
+    store.enqueue_set_entries(:dead, [[score, flaky]], now: Time.now.to_f) { |from, job| Jiggler::JobRules.due(from, job, Time.now.to_f) }
+    assert_same Jiggler::Server::Processor::COMPLETED, run.call.first
+    run.call
+    assert_equal [1], WorkflowTest::RUNS, "the dependant ran once its dependency succeeded, with its result"
+    assert_equal flow.id, JSON.parse(payload)["workflow"], "the dead step kept its workflow"
   end
 
   it "nests groups, each with its callback after all its steps" do
