@@ -70,11 +70,11 @@ module Jiggler
       end
 
       # @parameter fetched [Store::Fetched]
-      # @returns [Store::Failed | Nil | SUSPECT | WAITING | COMPLETED] COMPLETED for a workflow step acknowledged
-      #   with its completion; nil when the job succeeded, else its failure record for
-      #   Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone; WAITING for a
-      #   job that waits off the queue for its limit, or for an iterable job put back in its queue for the shutdown,
-      #   which the caller must not acknowledge.
+      # @returns [Store::Failed | Nil | SUSPECT | WAITING | COMPLETED] nil when the job succeeded, else its failure
+      #   record for Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone;
+      #   WAITING for a job that waits off the queue for its limit, or for an iterable job put back in its queue for
+      #   the shutdown, and COMPLETED for a workflow step that succeeded (acknowledged with its completion), which the
+      #   caller must not acknowledge.
       # @raises [Async::Stop] when the shutdown stopped the job: it stays in flight, to go back to its queue.
       def call(fetched)
         job = Payload.load(fetched.payload)
