@@ -49,6 +49,17 @@ module Jiggler
     # The workflow's callback, after every step (see Group#on_success). @returns [String] its jid.
     def on_success(klass, *args) = @root.on_success(klass, *args)
 
+    # A job enqueued once, when the first step of the workflow dies (goes to the dead set, its retries spent). It is
+    # not a step: no step waits for it, and it does not run if no step dies.
+    # @raises [InvalidError] for a class that cannot be a step, or a second on_death.
+    def on_death(klass, *args)
+      raise InvalidError, "workflow #{@id} already has its on_death callback" if @on_death
+      check_class!(klass)
+      Payload.check_args!(klass.name, args)
+      @on_death = {klass: klass, args: args, after: [], queue: klass.job_options[:queue]}
+      nil
+    end
+
     # Writes every step in one atomic step: those without dependencies go to their queues, the others wait.
     # @returns [String] the workflow's id.
     # @raises [InvalidError] for an empty workflow, a cycle, or one started twice.
@@ -63,7 +74,8 @@ module Jiggler
       rows = @steps.each_value.map do |step|
         [step[:jid], step[:queue], payload(client, step, now), step[:after].size, dependants.fetch(step[:jid], [])]
       end
-      client.store.create_workflow(@id, rows)
+      death = @on_death && [@on_death[:queue], payload(client, @on_death.merge(jid: SecureRandom.hex(12)), now, member: false)]
+      client.store.create_workflow(@id, rows, on_death: death)
       @started = true
       @id
     end
@@ -75,26 +87,30 @@ module Jiggler
     # Records a step (Group#step calls this). @returns [String] its jid.
     def add(klass, args, after)
       raise InvalidError, "workflow #{@id} was already started" if @started
-      unless klass.is_a?(Class) && klass.include?(Job) && klass.name
-        raise InvalidError, "a workflow step must be a named Jiggler::Job class (got #{klass.inspect})"
-      end
-      options = klass.job_options
-      if options[:batch_size] || options[:unique]
-        raise InvalidError, "#{klass} sets #{options[:batch_size] ? "batch_size" : "unique"}, which a workflow step cannot have"
-      end
+      check_class!(klass)
       Payload.check_args!(klass.name, args)
       after.each { |dep| raise InvalidError, "unknown dependency #{dep.inspect} for a step of #{klass}" unless @steps.key?(dep) }
       jid = SecureRandom.hex(12)
-      @steps[jid] = {jid: jid, klass: klass, args: args, after: after.uniq, queue: options[:queue]}
+      @steps[jid] = {jid: jid, klass: klass, args: args, after: after.uniq, queue: klass.job_options[:queue]}
       jid
     end
 
     private
 
-    def payload(client, step, now)
+    def check_class!(klass)
+      unless klass.is_a?(Class) && klass.include?(Job) && klass.name
+        raise InvalidError, "a workflow step must be a named Jiggler::Job class (got #{klass.inspect})"
+      end
+      options = klass.job_options
+      return unless options[:batch_size] || options[:unique]
+      raise InvalidError, "#{klass} sets #{options[:batch_size] ? "batch_size" : "unique"}, which a workflow step cannot have"
+    end
+
+    # A step's payload; the on_death callback's (`member: false`) names no workflow, so it is acknowledged as any job.
+    def payload(client, step, now, member: true)
       job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
       job["jid"] = step[:jid]
-      job["workflow"] = @id
+      job["workflow"] = @id if member
       job["after"] = step[:after] unless step[:after].empty?
       job["enqueued_at"] = now
       Payload.dump(job)

@@ -77,11 +77,12 @@ describe Jiggler::Workflow do
     assert_equal ["done"], store.workflow_steps(flow.id).values.uniq
   end
 
-  it "holds a dead step's dependants until the step is retried from the dead set and succeeds" do
+  it "enqueues on_death at a step's death and holds its dependants until it is retried from the dead set and succeeds" do
     WorkflowTest::FLAKY_FAILURES.replace([true])
     flow = Jiggler::Workflow.new
     flaky = flow.step(WorkflowTest::Flaky)
     sum = flow.step(WorkflowTest::Sum, after: flaky)
+    flow.on_death(WorkflowTest::Add, 40, 2)
     flow.start
     steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
     processor = Jiggler::Server::Processor.new(logger: Logger.new(nil), results: store, steps: steps)
@@ -96,7 +97,10 @@ describe Jiggler::Workflow do
     end
     assert_predicate run.call.first, :dead?
     assert_equal({flaky => "released", sum => "waiting"}, store.workflow_steps(flow.id), "the dependant waits")
-    assert_empty store.queue_entries("default")
+    death = store.queue_entries("default").map { |payload| JSON.parse(payload) }
+    assert_equal [["WorkflowTest::Add", [40, 2], nil]], death.map { |job| job.values_at("name", "args", "workflow") },
+      "the on_death callback, a job outside the workflow"
+    store.clear_queue("default")
     payload, score = store.set_entries(:dead).first
     store.enqueue_set_entries(:dead, [[score, flaky]], now: Time.now.to_f) { |from, job| Jiggler::JobRules.due(from, job, Time.now.to_f) }
     assert_same Jiggler::Server::Processor::COMPLETED, run.call.first
@@ -129,6 +133,7 @@ describe Jiggler::Workflow do
     error = assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Add, 1, 2, after: "nope") }
     assert_match(/unknown dependency "nope"/, error.message)
     assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Items) }
+    assert_raises(Jiggler::Workflow::InvalidError) { flow.on_death(WorkflowTest::Items) }
     assert_raises(Jiggler::Workflow::InvalidError) { flow.on_success(WorkflowTest::Sum) }
     assert_raises(Jiggler::Workflow::InvalidError) { flow.start }
     flow.step(WorkflowTest::Add, 1, 2)

@@ -50,6 +50,26 @@ module StoreContract
         assert_equal 0, subject.in_flight_count(PROCESS), "the delivery is acknowledged all the same"
       end
 
+      it "pushes the on_death callback at the first death of a step, once" do
+        a, b, c = step_jobs(3)
+        callback = job(name: "Alert")
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(b, 0, [c]), step(c, 2, [])], on_death: ["alerts", callback])
+        refute subject.step_died("wf-1", c.first.reverse), "a step the workflow does not hold"
+        assert subject.step_died("wf-1", a.first)
+        refute subject.step_died("wf-1", a.first), "the same death again"
+        refute subject.step_died("wf-1", b.first), "a second step's death"
+        assert_equal [callback], subject.queue_entries("alerts")
+      end
+
+      it "records a death without a callback, and none for a step already done" do
+        a, c = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
+        assert complete(fetch(limit: 1).first, a.first)
+        refute subject.step_died("wf-1", a.first)
+        assert subject.step_died("wf-1", c.first)
+        assert_equal [c.last], subject.queue_entries("default")
+      end
+
       it "completes a step taken at most once (reliable: false)" do
         a, c = step_jobs(2)
         subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])

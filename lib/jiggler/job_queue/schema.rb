@@ -100,7 +100,8 @@ module Jiggler
           CREATE INDEX cancel_requests_by_time ON cancel_requests (at);
         SQL
         # Workflows: each step's dependants, whether it is done and its result, and, while it waits for its
-        # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is left, when its state expires.
+        # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is left, when its state expires, whether a step died,
+        # and the job its first death pushes (on_death).
         9 => <<~SQL
           CREATE TABLE workflow_steps (
             workflow TEXT NOT NULL,
@@ -113,7 +114,14 @@ module Jiggler
             result TEXT,
             PRIMARY KEY (workflow, jid)
           ) WITHOUT ROWID;
-          CREATE TABLE workflows (id TEXT PRIMARY KEY, steps_left INTEGER NOT NULL, expires_at REAL);
+          CREATE TABLE workflows (
+            id TEXT PRIMARY KEY,
+            steps_left INTEGER NOT NULL,
+            expires_at REAL,
+            died INTEGER NOT NULL DEFAULT 0,
+            death_queue TEXT,
+            death_payload TEXT
+          );
           CREATE INDEX workflows_by_expiry ON workflows (expires_at) WHERE expires_at IS NOT NULL;
         SQL
       }.freeze

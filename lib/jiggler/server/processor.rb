@@ -226,6 +226,8 @@ module Jiggler
         @handlers.died(job, error) if dead
         release(job, :finished) if dead && job["unique"]
         leave(job) if job["limits"] && @gate
+        # Before the move to the dead set: killed in between, the step runs again, and its death is recorded once.
+        @steps.died(job) if dead && @steps && job["workflow"]
         record
       rescue JSON::GeneratorError => problem
         unwritable(fetched, job, error, problem)

@@ -40,6 +40,15 @@ module Jiggler
         end
       end
 
+      # Records that a step died (to the dead set): the workflow's first death enqueues its on_death callback. If the
+      # store fails, the death goes unrecorded (logged): the step is in the dead set all the same.
+      # @parameter job [Hash] the step's payload.
+      def died(job)
+        @store.call.step_died(job["workflow"].to_s, job["jid"].to_s)
+      rescue Store::ConnectionError => error
+        @logger.error("#{job["name"]} jid=#{job["jid"]}: the death of a workflow step could not be recorded: #{error.message}")
+      end
+
       # The results of the steps a step waited for.
       # @parameter job [Hash] the step's payload.
       # @returns [Hash(String, Object)] jid => return value (nil when it returned nothing storable).

@@ -58,7 +58,7 @@ module Jiggler
             waiting integer NOT NULL, payload bytea, dependants text[] NOT NULL,
             done boolean NOT NULL DEFAULT false, result text, PRIMARY KEY (workflow, jid));
           CREATE TABLE IF NOT EXISTS @.workflows (id text PRIMARY KEY, steps_left integer NOT NULL,
-            expires_at float8);
+            expires_at float8, died boolean NOT NULL DEFAULT false, death_queue text, death_payload bytea);
         SQL
 
         # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find

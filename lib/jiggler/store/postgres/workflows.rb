@@ -17,10 +17,12 @@ module Jiggler
         # Writes a workflow in one transaction; steps without dependencies go to their queues.
         # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
         #   dependencies and the jids of the steps that wait for it.
-        def create_workflow(id, steps)
+        # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
+        def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
           write do
-            @db.query("INSERT INTO @.workflows (id, steps_left) VALUES ($1, $2)", [id, steps.size])
+            @db.query("INSERT INTO @.workflows (id, steps_left, death_queue, death_payload) VALUES ($1, $2, $3, $4)",
+              [id, steps.size, on_death&.first, @db.bytes(on_death&.last)])
             steps.each_slice(CHUNK) do |slice|
               jids, queues, payloads, waiting, dependants = slice.transpose
               held = payloads.zip(waiting).map { |payload, count| @db.bytes(payload) unless count.zero? }
@@ -41,6 +43,24 @@ module Jiggler
           with do
             @db.value(COMPLETE, [process, (fetched.handle if reliable), reliable, workflow, jid, result, Time.now.to_f,
               retention.to_f, @channel, "#{@channel}:workflow:#{workflow}"])
+          end
+        end
+
+        # Records a step's death, once per workflow: the first pushes the workflow's on_death callback, if any; a step
+        # the workflow does not hold, or one already done, changes nothing. The update of the workflow's row is the
+        # claim: a second death waits for the first's row lock, then finds `died` set.
+        # @returns [Boolean] true for the workflow's first death.
+        def step_died(workflow, jid)
+          write do
+            next false unless @db.value("SELECT done FROM @.workflow_steps WHERE workflow = $1 AND jid = $2", [workflow, jid]) == false
+            row = @db.query("UPDATE @.workflows SET died = true WHERE id = $1 AND NOT died RETURNING death_queue, death_payload", [workflow]).first
+            next false unless row
+            queue, payload = row
+            if payload
+              insert("queued", [[queue, Time.now.to_f, payload]])
+              announce("queues")
+            end
+            true
           end
         end
 

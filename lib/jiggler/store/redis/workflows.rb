@@ -8,14 +8,16 @@ module Jiggler
       module Workflows
         WORKFLOW = Script.new("workflow")
         STEP = Script.new("step")
-        private_constant :WORKFLOW, :STEP
+        DIED = Script.new("died")
+        private_constant :WORKFLOW, :STEP, :DIED
 
         # Writes a workflow in one atomic step; steps without dependencies go to their queues.
         # @parameter id [String]
         # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
         #   dependencies and the jids of the steps that wait for it.
-        def create_workflow(id, steps)
-          argv = [@keys.wake, @keys.queue(""), steps.size.to_s, id, Time.now.to_f.to_s]
+        # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
+        def create_workflow(id, steps, on_death: nil)
+          argv = [@keys.wake, @keys.queue(""), steps.size.to_s, id, Time.now.to_f.to_s, *(on_death || ["", ""])]
           steps.each { |jid, queue, payload, waiting, dependants| argv.push(jid, queue, payload, waiting.to_s, dependants.join(",")) }
           with { |redis| WORKFLOW.call(redis, [@keys.workflow(id), @keys.queues, @keys.workflows], argv) }
           nil
@@ -34,6 +36,13 @@ module Jiggler
           argv = [reliable ? fetched.handle : "", jid, result.to_s, @keys.wake, @keys.queue(""), retention.ceil.to_s,
             workflow, (Time.now.to_f + retention).to_s]
           with { |redis| STEP.call(redis, keys, argv) } == 1
+        end
+
+        # Records a step's death (see died.lua): the workflow's first pushes its on_death callback.
+        # @returns [Boolean] true for the workflow's first death.
+        def step_died(workflow, jid)
+          keys = [@keys.workflow(workflow), @keys.queues]
+          with { |redis| DIED.call(redis, keys, [jid, @keys.wake, @keys.queue("")]) } == 1
         end
 
         # The stored results of steps.

@@ -12,11 +12,12 @@ module Jiggler
         # @parameter id [String]
         # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
         #   dependencies and the jids of the steps that wait for it.
-        def create_workflow(id, steps)
+        # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
+        def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
           write do |queue_db|
             db = queue_db.db
-            db.execute("INSERT INTO workflows (id, steps_left) VALUES (?, ?)", [id, steps.size])
+            db.execute("INSERT INTO workflows (id, steps_left, death_queue, death_payload) VALUES (?, ?, ?, ?)", [id, steps.size, *on_death])
             steps.each_slice(CHUNK) do |slice|
               db.execute("INSERT INTO workflow_steps (workflow, jid, queue, waiting, payload, dependants) VALUES " \
                 "#{(["(?, ?, ?, ?, ?, ?)"] * slice.size).join(", ")}",
@@ -43,6 +44,24 @@ module Jiggler
             count(db, "processed", reliable ? acked : 1) if acked == 1 || (completed && !reliable)
             release_dependants(queue_db, workflow, jid, now, retention) if completed
             completed
+          end
+        end
+
+        # Records a step's death, once per workflow: the first pushes the workflow's on_death callback, if any; a step
+        # the workflow does not hold, or one already done, changes nothing.
+        # @returns [Boolean] true for the workflow's first death.
+        def step_died(workflow, jid)
+          write do |queue_db|
+            db = queue_db.db
+            next false unless db.get_first_value("SELECT done FROM workflow_steps WHERE workflow = ? AND jid = ?", [workflow, jid]) == 0
+            row = db.execute("UPDATE workflows SET died = 1 WHERE id = ? AND died = 0 RETURNING death_queue, death_payload", [workflow]).first
+            next false unless row
+            queue, payload = row
+            if payload
+              insert(queue_db, "queued", [[queue, Time.now.to_f, payload]], "enqueued")
+              count(db, "pushes", 1)
+            end
+            true
           end
         end
 
