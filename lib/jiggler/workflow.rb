@@ -51,13 +51,14 @@ module Jiggler
 
     # A job enqueued once, when the first step of the workflow dies (goes to the dead set, its retries spent). It is
     # not a step: no step waits for it, and it does not run if no step dies.
+    # @returns [String] the callback job's jid.
     # @raises [InvalidError] for a class that cannot be a step, or a second on_death.
     def on_death(klass, *args)
       raise InvalidError, "workflow #{@id} already has its on_death callback" if @on_death
       check_class!(klass)
       Payload.check_args!(klass.name, args)
-      @on_death = {klass: klass, args: args, after: [], queue: klass.job_options[:queue]}
-      nil
+      @on_death = {jid: SecureRandom.hex(12), klass: klass, args: args, after: [], queue: klass.job_options[:queue]}
+      @on_death[:jid]
     end
 
     # Writes every step in one atomic step: those without dependencies go to their queues, the others wait.
@@ -74,7 +75,7 @@ module Jiggler
       rows = @steps.each_value.map do |step|
         [step[:jid], step[:queue], payload(client, step, now), step[:after].size, dependants.fetch(step[:jid], [])]
       end
-      death = @on_death && [@on_death[:queue], payload(client, @on_death.merge(jid: SecureRandom.hex(12)), now, member: false)]
+      death = @on_death && [@on_death[:queue], payload(client, @on_death, now, member: false)]
       client.store.create_workflow(@id, rows, on_death: death)
       @started = true
       @id
