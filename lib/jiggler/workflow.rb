@@ -54,6 +54,7 @@ module Jiggler
     # @returns [String] the callback job's jid.
     # @raises [InvalidError] for a class that cannot be a step, or a second on_death.
     def on_death(klass, *args)
+      raise InvalidError, "workflow #{@id} was already started" if @started
       raise InvalidError, "workflow #{@id} already has its on_death callback" if @on_death
       check_class!(klass)
       Payload.check_args!(klass.name, args)
