@@ -3,6 +3,7 @@
 require "set"
 require "async/notification"
 require "async/task"
+require_relative "../store/contract"
 require_relative "outage"
 require_relative "push_wait"
 require_relative "queue_order"
@@ -48,7 +49,7 @@ module Jiggler
         @pushed = true
         # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
         # queue and a store that can.
-        if @reliable && @queues.names.size == 1 && store.respond_to?(:fetch_when_pushed)
+        if @reliable && @queues.names.size == 1 && Store::Contract.supports?(store, :fetch_when_pushed)
           @push_wait = PushWait.new(store: store, process: process, queue: @queues.names.first, workers: workers, timeout: IDLE_POLL)
         end
       end

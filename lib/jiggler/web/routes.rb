@@ -7,6 +7,7 @@ require_relative "filter"
 require_relative "assets"
 require_relative "recurring_routes"
 require_relative "../set_actions"
+require_relative "../store/contract"
 require_relative "prometheus"
 require_relative "chart"
 require_relative "workflow_graph"
@@ -175,7 +176,7 @@ module Jiggler
 
       # A job's recorded events, on a store that keeps them (SQLite); nil elsewhere.
       def self.history(store, jid)
-        store.history(jid) if store.respond_to?(:history)
+        store.history(jid) if Store::Contract.supports?(store, :history)
       rescue Store::ConnectionError
         nil # an unreadable row elsewhere in the file must not take the job's page down
       end
