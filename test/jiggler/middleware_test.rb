@@ -106,14 +106,14 @@ describe "middleware" do
       wrapper = Object.new
       def wrapper.call
         MiddlewareTest::SEEN << :enter
-        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome&.set] }
+        yield.tap { |outcome| MiddlewareTest::SEEN << [:leave, outcome.is_a?(Jiggler::Store::Failed) ? outcome.set : outcome] }
       end
       Jiggler.configure { |config| config.job_wrapper = wrapper }
       processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: nil, config: Jiggler.config.freeze)
       run = ->(name) { processor.call(Jiggler::Store::Fetched.new(1, "q", Jiggler::Payload.dump({"jid" => "j", "name" => name, "args" => [2]}))) }
       run.call("MiddlewareTest::Work")
       run.call("MiddlewareTest::Missing")
-      assert_equal [:enter, [:perform, 2], [:leave, nil], :enter, [:leave, :retry]], MiddlewareTest::SEEN
+      assert_equal [:enter, [:perform, 2], [:leave, :done], :enter, [:leave, :retry]], MiddlewareTest::SEEN
     end
 
     it "must respond to call" do
@@ -127,7 +127,7 @@ describe "middleware" do
       Jiggler.configure { |config| config.server_middleware { |chain| chain.add(MiddlewareTest::Around) } }
       processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: nil, config: Jiggler.config.freeze)
       payload = Jiggler::Payload.dump({"jid" => "j1", "name" => "MiddlewareTest::Work", "args" => [1], "tenant" => "t"})
-      assert_nil processor.call(Jiggler::Store::Fetched.new(1, "critical", payload))
+      assert_equal Jiggler::Server::Processor::DONE, processor.call(Jiggler::Store::Fetched.new(1, "critical", payload))
       expected = [[:before, "MiddlewareTest::Work", "t", "critical"], [:perform, 1], [:after, "j1"]]
       assert_equal expected, MiddlewareTest::SEEN
     end

@@ -29,6 +29,13 @@ module Jiggler
       Interrupted = Struct.new(:stop)
       private_constant :Interrupted
 
+      # The outcome of a run, which `call` returns and which tells the fetcher what to do with the delivery (Workers):
+      # DONE, or the failure record (a Store::Failed: failed, snoozed or cancelled) to write; both are acknowledged with
+      # the next round trip. SUSPECT, WAITING and COMPLETED are not acknowledged.
+
+      # What `call` returns for a job that ran to its end: acknowledged with the next round trip.
+      DONE = :done
+
       # What `call` returns for a suspect (JobRules.suspect?) it did not run, since it may not run beside other jobs.
       SUSPECT = :suspect
 
@@ -70,11 +77,7 @@ module Jiggler
       end
 
       # @parameter fetched [Store::Fetched]
-      # @returns [Store::Failed | Nil | SUSPECT | WAITING | COMPLETED] nil when the job succeeded, else its failure
-      #   record for Store#fail; SUSPECT for a suspect that does not run alone, which the caller holds to run alone;
-      #   WAITING for a job that waits off the queue for its limit, or for an iterable job put back in its queue for
-      #   the shutdown, and COMPLETED for a workflow step that succeeded (acknowledged with its completion), which the
-      #   caller must not acknowledge.
+      # @returns [DONE | Store::Failed | SUSPECT | WAITING | COMPLETED] the outcome of the run (see DONE).
       # @raises [Async::Stop] when the shutdown stopped the job: it stays in flight, to go back to its queue.
       def call(fetched)
         job = Payload.load(fetched.payload)
@@ -96,7 +99,7 @@ module Jiggler
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         failure = perform(fetched, job)
         unless failure.equal?(WAITING) || failure.is_a?(Interrupted)
-          failed = !failure.nil? && !failure.equal?(COMPLETED) && failure.failure? # a snooze or a cancel is not a failure
+          failed = failure.is_a?(Store::Failed) && failure.failure? # a snooze or a cancel is not a failure
           @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, failed)
         end
         failure
@@ -140,7 +143,7 @@ module Jiggler
             "attempt=#{attempt(job)}")
         end
         return completed(fetched, job, value) if workflow
-        nil
+        DONE
       rescue Async::Stop => error
         # Cancel, timeout and shutdown stop a job the same way; what ended it decides where it goes. A cancel or a
         # timeout is the job's own end (cancelled; failed with JobTimeout), even during a shutdown. A hard stop leaves

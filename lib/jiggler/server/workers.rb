@@ -130,20 +130,19 @@ module Jiggler
         started = @started[index] = Process.clock_gettime(Process::CLOCK_REALTIME)
         @slots[index] = job
         @busy += 1
-        failure = process(job)
+        outcome = process(job)
         @slots[index] = nil
         @busy -= 1
         @mean_run += (Process.clock_gettime(Process::CLOCK_REALTIME) - started - @mean_run) * RUN_WEIGHT
-        report(job, failure)
+        report(job, outcome)
       end
 
-      def report(job, failure)
-        if failure.equal?(Processor::SUSPECT)
-          @reporter.isolate(job)
-        elsif failure.equal?(Processor::WAITING) || failure.equal?(Processor::COMPLETED)
-          @reporter.moved(job)
-        else
-          @reporter.done(job, failure)
+      def report(job, outcome)
+        case outcome
+        when Processor::DONE then @reporter.done(job, nil)
+        when Processor::SUSPECT then @reporter.isolate(job)
+        when Processor::WAITING, Processor::COMPLETED then @reporter.moved(job)
+        else @reporter.done(job, outcome) # its failure record
         end
       end
 

@@ -125,14 +125,14 @@ describe "an iterable job in the processor" do
   def numbers = IterationProcessorTest::DONE.grep(Integer)
 
   it "does every item and checkpoints the cursor in the payload every `every` items" do
-    assert_nil run_job(payload("IterationProcessorTest::Numbers", [10]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("IterationProcessorTest::Numbers", [10]))
     assert_equal [:start, *1..10, :complete], IterationProcessorTest::DONE
     assert_equal [3, 6, 9], fake.checkpoints.map { |_, _, job| job["cursor"] }
     assert_equal [["p-1", 7]], fake.checkpoints.map { |process, handle, _| [process, handle] }.uniq
   end
 
   it "resumes after the cursor in its payload, and a checkpoint past it clears its crashes" do
-    assert_nil run_job(payload("IterationProcessorTest::Numbers", [10], cursor: 6, crashes: 2, deaths_beside: 1, suspect: true))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("IterationProcessorTest::Numbers", [10], cursor: 6, crashes: 2, deaths_beside: 1, suspect: true))
     assert_equal [:resume, 7, 8, 9, 10, :complete], IterationProcessorTest::DONE
     saved = fake.checkpoints.first.last
     assert_equal 9, saved["cursor"]
@@ -189,7 +189,7 @@ describe "an iterable job in the processor" do
 
   it "goes on when a checkpoint finds the job no longer in flight here" do
     fake.holding = false
-    assert_nil run_job(payload("IterationProcessorTest::Numbers", [7]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("IterationProcessorTest::Numbers", [7]))
     assert_equal [*1..7], numbers
   end
 

@@ -79,12 +79,12 @@ describe Jiggler::Server::Processor do
   end
 
   it "runs the job with its arguments and returns nil" do
-    assert_nil run_job(payload("ProcessorTest::Recorder", [1, "two", {"three" => [3]}]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("ProcessorTest::Recorder", [1, "two", {"three" => [3]}]))
     assert_equal [["jid-1", [1, "two", {"three" => [3]}]]], ProcessorTest::RUNS
   end
 
   it "runs jobs with optional arguments left out" do
-    assert_nil run_job(payload("ProcessorTest::TwoArgs", ["a"]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("ProcessorTest::TwoArgs", ["a"]))
     assert_equal [["a", nil]], ProcessorTest::RUNS
   end
 
@@ -126,7 +126,7 @@ describe Jiggler::Server::Processor do
 
   it "still runs a class after a wrong call to it" do
     run_failing("ProcessorTest::TwoArgs", [])
-    assert_nil run_job(payload("ProcessorTest::TwoArgs", [1, 2]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("ProcessorTest::TwoArgs", [1, 2]))
   end
 
   it "sends a malformed payload to dead at once, keeping it" do
@@ -138,13 +138,13 @@ describe Jiggler::Server::Processor do
 
   it "runs a batch with perform_batch and keeps its result under every item's id" do
     batch = payload("ProcessorTest::Batched", [[1], [2], [3]], "jids" => %w[item-a item-b item-c])
-    assert_nil run_job(batch)
+    assert_equal Jiggler::Server::Processor::DONE, run_job(batch)
     assert_equal [["jid-1", [[1], [2], [3]]]], ProcessorTest::RUNS
     assert_equal [6, 6, 6], %w[item-a item-b item-c].map { |jid| Jiggler.result(jid, timeout: 1) }
   end
 
   it "runs an item of a batch class that arrives alone as a batch of one" do
-    assert_nil run_job(payload("ProcessorTest::Batched", [4]))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("ProcessorTest::Batched", [4]))
     assert_equal [["jid-1", [[4]]]], ProcessorTest::RUNS
   end
 
@@ -155,18 +155,18 @@ describe Jiggler::Server::Processor do
   end
 
   it "keeps a result, the error of a job that died, and an error for a value that is not JSON" do
-    assert_nil run_job(payload("ProcessorTest::Doubled", [21], "jid" => "doubled"))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("ProcessorTest::Doubled", [21], "jid" => "doubled"))
     assert_equal 42, Jiggler.result("doubled", timeout: 1)
     record = run_job(payload("ProcessorTest::Doubled", [0], "jid" => "zero", "retries" => 0))
     assert_equal :dead, record.set
     error = assert_raises(Jiggler::JobFailed) { Jiggler.result("zero", timeout: 1) }
     assert_equal ["ArgumentError", "zero"], [error.error_class, error.message[/zero\z/]]
-    assert_nil run_job(payload("BatchJobs::Opaque", [], "jid" => "opaque"))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("BatchJobs::Opaque", [], "jid" => "opaque"))
     assert_match(/not JSON-native/, assert_raises(Jiggler::JobFailed) { Jiggler.result("opaque", timeout: 1) }.message)
   end
 
   it "keeps the result and the error of a job run through a wrapper class, by the wrapper's result_ttl" do
-    assert_nil run_job(payload("WrappedJob", [7], "jid" => "wrapped", "wrapper" => "ProcessorTest::ResultWrapper"))
+    assert_equal Jiggler::Server::Processor::DONE, run_job(payload("WrappedJob", [7], "jid" => "wrapped", "wrapper" => "ProcessorTest::ResultWrapper"))
     assert_equal 7, Jiggler.result("wrapped", timeout: 1)
     record = run_job(payload("WrappedJob", [0], "jid" => "wrapped-zero", "wrapper" => "ProcessorTest::ResultWrapper", "retries" => 0))
     assert_equal :dead, record.set
