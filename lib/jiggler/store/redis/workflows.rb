@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "script"
+
 module Jiggler
   module Store
     class Redis
