@@ -20,6 +20,7 @@ module Jiggler
   autoload :Cleaner, File.expand_path("jiggler/cleaner", __dir__)
   autoload :Executor, File.expand_path("jiggler/executor", __dir__)
   autoload :Cancellation, File.expand_path("jiggler/cancellation", __dir__)
+  autoload :JobStatus, File.expand_path("jiggler/job_status", __dir__)
 
   class << self
     # The process-wide settings.
@@ -66,6 +67,12 @@ module Jiggler
     # @parameter by [String] who cancels, recorded on the job.
     # @returns [Symbol] :removed when it was waiting, :requested when it was not found waiting (running, or gone).
     def cancel(jid, by: "Jiggler.cancel (pid #{Process.pid})") = Cancellation.cancel(store, jid, by: by, config: config)
+
+    # Where a job is now: running (with its progress), scheduled, retry, dead, cancelled, queued, done or failed (for a
+    # class with `result_ttl`), or unknown (finished, or never enqueued). See JobStatus for what it reads.
+    # @parameter jid [String] the id `enqueue` returned.
+    # @returns [Hash] "state", and what goes with it ("queue", "class", "at", "progress", "error_class", "by", ...).
+    def status(jid) = JobStatus.lookup(store, jid)
 
     # The client that `Job.enqueue` writes through.
     # @returns [Client]

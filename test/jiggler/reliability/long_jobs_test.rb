@@ -160,6 +160,30 @@ StoreTarget.describe_each "long jobs" do
     end
     puts format("\nprogress on %s seen through Jiggler.summary %.2f s after the report", target_name, Time.now.to_f - reported)
     assert_equal({"fraction" => 0.42, "message" => "rows 4,200 of 10,000"}, progress)
+    status = Jiggler.status(jid)
+    assert_equal ["running", "LongJobs::ProgressJob", "default", progress], status.values_at("state", "class", "queue", "progress")
+    assert_includes Jiggler.summary["processes"].keys, status["process"]
     Jiggler.cancel(jid)
+  end
+
+  it "tells where a job is: queued, scheduled, retry, dead, cancelled, done, failed or unknown" do
+    job = ->(jid, extra = {}) { Jiggler::Payload.dump({"jid" => jid, "name" => "LongJobs::ProgressJob", "args" => [], "queue" => "default"}.merge(extra)) }
+    queued = LongJobs::ProgressJob.enqueue("q", 1)
+    scheduled = LongJobs::ProgressJob.enqueue_in(600, "s", 1)
+    @target.plant(store, :retry, Time.now.to_f + 60, job.call("r" * 24, "error_class" => "IOError", "error_message" => "lost"))
+    @target.plant(store, :dead, Time.now.to_f, job.call("d" * 24, "error_class" => "ArgumentError", "error_message" => "bad"))
+    cancelled = LongJobs::ProgressJob.enqueue("c", 1)
+    Jiggler.cancel(cancelled, by: "ops")
+    store.save_results([["o" * 24, Jiggler::Result.value("X", 42)], ["f" * 24, Jiggler::Result.error("KeyError", "gone")]], 60)
+    assert_equal ["queued", "default", "LongJobs::ProgressJob", 0], Jiggler.status(queued).values_at("state", "queue", "class", "position")
+    assert_equal "scheduled", Jiggler.status(scheduled)["state"]
+    assert_in_delta Time.now.to_f + 600, Jiggler.status(scheduled)["at"], 5
+    assert_equal ["retry", "IOError", "lost"], Jiggler.status("r" * 24).values_at("state", "error_class", "error_message")
+    assert_equal ["dead", "ArgumentError"], Jiggler.status("d" * 24).values_at("state", "error_class")
+    assert_equal ["cancelled", "ops"], Jiggler.status(cancelled).values_at("state", "by")
+    assert_equal({"state" => "done"}, Jiggler.status("o" * 24))
+    assert_equal ["failed", "KeyError"], Jiggler.status("f" * 24).values_at("state", "error_class")
+    assert_equal({"state" => "unknown"}, Jiggler.status("u" * 24))
+    assert_raises(ArgumentError) { Jiggler.status(nil) }
   end
 end

@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require_relative "payload"
+require_relative "store/contract"
+
+module Jiggler
+  # Where a job is now (`Jiggler.status`), read through the store's admin reads, in the order a job moves: running on
+  # a live process (with the progress it reported), then the scheduled, retry and dead sets (a cancelled job is in
+  # the dead set, marked), then the queues, then what a finished job leaves (its result, with `result_ttl`; its
+  # history, on SQLite). A job that moves while it is looked for may be found where it was or where it went, never
+  # nowhere unless it finished: jiggler keeps nothing of a finished job without a result, so "unknown" means finished
+  # or never enqueued. Jobs waiting for a concurrency slot, batch items and workflow steps waiting for their
+  # dependencies are not looked for: they are "unknown" too.
+  module JobStatus
+    SETS = {scheduled: "scheduled", retry: "retry", dead: "dead"}.freeze
+    # Entries read per call while looking through a queue.
+    PAGE = 1_000
+
+    module_function
+
+    # @parameter store [Object] a store.
+    # @parameter jid [String]
+    # @returns [Hash] "state" ("running", "scheduled", "retry", "dead", "cancelled", "queued", "done", "failed" or
+    #   "unknown") and what goes with it: "queue", "class", "at" (when it runs, or died), "progress", "process",
+    #   "error_class", "error_message", "by" (who cancelled it).
+    def lookup(store, jid)
+      raise ArgumentError, "status needs a job id String (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
+      running(store, jid) || in_set(store, jid) || queued(store, jid) || finished(store, jid) || {"state" => "unknown"}
+    end
+
+    def running(store, jid)
+      store.processes.each do |process, json|
+        info = parse(json) or next
+        jobs = info["current_jobs"]
+        next unless jobs.is_a?(Hash)
+        work = jobs.each_value.find { |summary| summary.is_a?(Hash) && summary["jid"] == jid } or next
+        return {"state" => "running", "queue" => work["queue"], "class" => work["class"], "process" => process,
+                "progress" => work["progress"]}.compact
+      end
+      nil
+    end
+
+    def in_set(store, jid)
+      SETS.each do |set, state|
+        payload, at = store.set_entries(set, limit: 10, filter: jid).find { |entry, _| parse(entry)&.dig("jid") == jid }
+        next unless payload
+        job = parse(payload)
+        found = {"state" => state, "queue" => job["queue"], "class" => job["name"], "at" => at}
+        return found.merge(failure(job)) unless set == :dead && job["cancelled"].is_a?(Hash)
+        return found.merge("state" => "cancelled", "by" => job["cancelled"]["by"])
+      end
+      nil
+    end
+
+    def queued(store, jid)
+      store.queue_sizes.each_key do |queue|
+        (0..).step(PAGE) do |offset|
+          page = store.queue_entries(queue, limit: PAGE, offset: offset)
+          index = page.index { |payload| payload.include?(jid) && parse(payload)&.dig("jid") == jid }
+          return {"state" => "queued", "queue" => queue, "class" => parse(page[index])["name"], "position" => offset + index} if index
+          break if page.size < PAGE
+        end
+      end
+      nil
+    end
+
+    def finished(store, jid)
+      result = parse(store.result(jid))
+      return {"state" => "failed"}.merge(failure(result)) if result&.key?("error_class")
+      return {"state" => "done"} if result
+      return unless Store::Contract.supports?(store, :history)
+      {"state" => "done"} if store.history(jid).last&.last&.dig("type") == "done"
+    end
+
+    def failure(job) = job.slice("error_class", "error_message")
+
+    def parse(json)
+      value = json && Payload.parse(json)
+      value.is_a?(Hash) ? value : nil
+    rescue Payload::MalformedError
+      nil
+    end
+  end
+end
