@@ -97,12 +97,14 @@ module Jiggler
       def measured(fetched, job)
         return perform(fetched, job) unless @metrics
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        failure = perform(fetched, job)
-        unless failure.equal?(WAITING) || failure.is_a?(Interrupted)
-          failed = failure.is_a?(Store::Failed) && failure.failure? # a snooze or a cancel is not a failure
+        outcome = perform(fetched, job)
+        if outcome.equal?(DONE) # nearly every run: one comparison
+          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, false)
+        elsif !outcome.equal?(WAITING) && !outcome.is_a?(Interrupted)
+          failed = outcome.is_a?(Store::Failed) && outcome.failure? # a snooze or a cancel is not a failure
           @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, failed)
         end
-        failure
+        outcome
       end
 
       def perform(fetched, job)
