@@ -20,6 +20,8 @@ require "pg"
 require "tmpdir"
 require_relative "../test/support/postgres_server"
 
+$stdout.sync = true
+
 passes = (ARGV[0] || "without,with,without,with").split(",")
 hold, after, concurrency = (ARGV[1] || 60).to_i, (ARGV[2] || 60).to_i, (ARGV[3] || 10).to_i
 WARMUP = 10
