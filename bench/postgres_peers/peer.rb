@@ -57,7 +57,7 @@ when "enqueue"
 when "work"
   threads = ARGV[2].to_i
   if KIND == "good_job"
-    GoodJob.configuration.options.merge!(max_threads: threads, queues: "*", poll_interval: 1)
+    GoodJob.configuration.options.merge!(threads: threads, queues: "*", poll_interval: 1)
     GoodJob.capsule.start
     sleep
   else
