@@ -18,6 +18,8 @@ require KIND
 class PeerApp < Rails::Application
   config.load_defaults 7.2
   config.eager_load = false
+  # As a production app's config: else the reloader checks the app's files around every job.
+  config.enable_reloading = false
   config.root = __dir__
   config.secret_key_base = "bench"
   config.logger = Logger.new($stderr, level: :warn)
