@@ -16,6 +16,8 @@ module Bench
       # pin the releases of its time.
       jiggler010: %(gem "jiggler", "0.1.0"\ngem "async", "~> 2.3.0"\ngem "async-io", "~> 1.34.0"\ngem "async-pool", "~> 0.3.0"\ngem "debug", ">= 1.0" # its cli.rb requires "debug"\n),
       profile: %(gemspec path: #{ROOT.dump}\ngem "stackprof", "~> 0.2"\n),
+      # GoodJob and Solid Queue on Rails 7.2 (Rails 8 needs Ruby 3.2), for the postgres workload (bench/postgres_peers.rb).
+      pgpeers: %(gem "rails", "~> 7.2.0"\ngem "pg", "~> 1.5"\ngem "good_job", "~> 4.0"\ngem "solid_queue", "~> 1.0"\n),
       # The Rails 7.2 test bundle plus stackprof, for `--profile --workloads activejob`.
       profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n)
     }.freeze

@@ -31,6 +31,9 @@ module Bench
       emit(workload, title, lines, note)
     end
 
+    # Prints lines already written as a Markdown table (another script's) and writes them too.
+    def lines(workload, title, lines, note: nil) = emit(workload, title, lines, note)
+
     def machine
       cpu = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.+)$/, 1]
       memory = File.read("/proc/meminfo")[/^MemTotal:\s+(\d+)/, 1].to_i / 1024

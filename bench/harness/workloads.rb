@@ -5,19 +5,19 @@ module Bench
   class Workloads
     include LiveWorkloads
 
-    ALL = %w[noop enqueue latency sqlite http file cpu idle http-idle stream long-p2 activejob].freeze
-    # What runs without --workloads: activejob needs the Rails test bundle (gemfiles/rails_7_2.gemfile), so it is asked
-    # for by name.
-    DEFAULT = (ALL - %w[activejob]).freeze
+    ALL = %w[noop enqueue latency sqlite http file cpu idle http-idle stream long-p2 activejob postgres].freeze
+    # What runs without --workloads: activejob needs the Rails test bundle (gemfiles/rails_7_2.gemfile), and postgres
+    # PostgreSQL and the GoodJob and Solid Queue bundle, so they are asked for by name.
+    DEFAULT = (ALL - %w[activejob postgres]).freeze
     KINDS = {"jiggler" => :ours, "sidekiq" => :sidekiq, "jiggler010" => :jiggler010}.freeze
     FULL = {noop: 100_000, http: 1_000, http_wide: 10_000, file: 50_000, cpu: 100, idle: 60, latency: 200,
             bulk: 100_000, single: 10_000, sqlite_noop: 100_000, activejob: 50_000,
             http_idle: 1_000, http_idle_wide: 10_000, stream_rates: [1_000, 5_000, 10_000],
-            stream_seconds: 3, long_jobs: 40, long_seconds: 3}.freeze
+            stream_seconds: 3, long_jobs: 40, long_seconds: 3, postgres: 10_000}.freeze
     QUICK = {noop: 2_000, http: 50, http_wide: 200, file: 500, cpu: 5, idle: 2, latency: 20,
              bulk: 2_000, single: 200, sqlite_noop: 1_000, activejob: 1_000,
              http_idle: 100, http_idle_wide: 200, stream_rates: [500], stream_seconds: 0.4,
-             long_jobs: 40, long_seconds: 0.3}.freeze
+             long_jobs: 40, long_seconds: 0.3, postgres: 200}.freeze
     LATENCY_GAP = 0.02
 
     def initialize(argv)
@@ -264,6 +264,25 @@ module Bench
         @report.table("sqlite", "SQLite store: latency, enqueue to start with idle workers, #{@counts[:latency]} jobs " \
           "#{(LATENCY_GAP * 1000).round} ms apart, concurrency 10", latency_header, latency, note: latency_note(latency))
       end
+    end
+
+    # jiggler's PostgreSQL store beside GoodJob and Solid Queue on one private PostgreSQL: bench/postgres_peers.rb, in
+    # our bundle (it installs the peers' bundle, tmp/bench-bundles/pgpeers/, when missing; --quick only runs it when
+    # that bundle is there).
+    def postgres
+      jobs = @counts[:postgres]
+      if @options[:quick] && !File.exist?(Processor.lockfile(:pgpeers))
+        return puts("skipping postgres: tmp/bench-bundles/pgpeers/ is not installed (--quick installs nothing)")
+      end
+      env = {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")}.merge(yjit_env)
+      command = [RbConfig.ruby, "-rbundler/setup", "-Ilib", "bench/postgres_peers.rb", jobs.to_s, "10",
+        @options[:quick] ? "1" : "2"]
+      output = IO.popen(env, command, chdir: ROOT, err: [:child, :out], &:read)
+      abort "postgres workload failed:\n#{output}" unless $?.success?
+      table = output.lines.map(&:chomp).grep(/\A\|/)
+      notes = output.lines.map(&:chomp).grep(/\A(jiggler \/|\d+ noop jobs)/)
+      @report.lines("postgres", "PostgreSQL: noop, #{Report.count(jobs)} jobs enqueued before timing, concurrency 10, " \
+        "jiggler's PostgreSQL store, GoodJob and Solid Queue on one PostgreSQL", table, note: notes.join("  \n"))
     end
 
     def idle

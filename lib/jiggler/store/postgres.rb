@@ -167,9 +167,13 @@ module Jiggler
       end
 
       # Wakes idle servers once the transaction commits (NOTIFY is sent at commit, and not on
-      # rollback).
+      # rollback). Work put back in a queue (requeued, a freed slot's job) may sit behind this
+      # process's claim marks: its next fetch rescans (QueuePath#fetch).
       # @parameter kind [String] "queues" or "schedule".
-      def announce(kind) = @db.query("SELECT 1 FROM pg_notify($1, $2)", [@channel, kind])
+      def announce(kind)
+        @rescan_at = nil if kind == "queues"
+        @db.query("SELECT 1 FROM pg_notify($1, $2)", [@channel, kind])
+      end
 
       # Moves an entry of a set where the block says: to a queue's tail, or into a batch.
       def enqueue_one(id, from, payload, now)

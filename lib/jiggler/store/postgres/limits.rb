@@ -70,7 +70,7 @@ module Jiggler
             return @db.query("UPDATE @.jobs SET waiting_key = $1 WHERE id = $2", [key, id])
           end
           @db.change("UPDATE @.jobs SET state = 'waiting', owner = NULL, waiting_key = $1 " \
-            "WHERE id = $2 AND state = 'in_flight' AND owner = $3",
+            "WHERE id = $2 AND #{QueuePath::HELD_BY} $3",
             [key, fetched.handle, process]) == 1
         end
 

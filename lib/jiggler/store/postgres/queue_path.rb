@@ -10,6 +10,12 @@ module Jiggler
       # A fetch is one call of the schema's `fetch` function: the acknowledged rows are deleted and
       # counted, and queued rows claimed with SKIP LOCKED, in one round trip that commits at once.
       module QueuePath
+        # A job this process holds, found by its id alone: written with IS NOT DISTINCT FROM, which
+        # no index answers, so the planner cannot combine the primary key with the index of in-flight
+        # rows. Under a long transaction that index keeps an entry for every row that was ever in
+        # flight for the owner, and reading them all (a BitmapAnd) made each acknowledgement
+        # slower than the last.
+        HELD_BY = "state IS NOT DISTINCT FROM 'in_flight' AND owner IS NOT DISTINCT FROM"
         IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs WHERE owner = $1 AND state = 'in_flight' " \
           "ORDER BY run_at, id"
         PUSH = "WITH added AS (INSERT INTO @.jobs (state, queue, run_at, payload) " \
@@ -25,13 +31,23 @@ module Jiggler
           "ORDER BY n RETURNING 1) " \
           "SELECT pg_notify($3, 'schedule')::text FROM earliest " \
           "WHERE earliest.at IS NULL OR $4 < earliest.at"
-        FETCH = "SELECT f_id, f_queue, f_payload FROM @.fetch($1, $2::text[], $3, $4::bigint[], $5)"
+        FETCH = "SELECT f_id, f_queue, f_payload, f_run_at " \
+          "FROM @.fetch($1, $2::text[], $3, $4::bigint[], $5, $6::float8[], $7::bigint[])"
         REQUEUE = "UPDATE @.jobs SET state = 'queued', owner = NULL, payload = coalesce($1, payload) " \
-          "WHERE id = $2 AND state = 'in_flight' AND owner = $3"
+          "WHERE id = $2 AND #{HELD_BY} $3"
         FAIL = "UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
-          "WHERE id = $4 AND state = 'in_flight' AND owner = $5"
-        CHECKPOINT = "UPDATE @.jobs SET payload = $1 WHERE id = $2 AND state = 'in_flight' AND owner = $3"
-        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL, :CHECKPOINT
+          "WHERE id = $4 AND #{HELD_BY} $5"
+        CHECKPOINT = "UPDATE @.jobs SET payload = $1 WHERE id = $2 AND #{HELD_BY} $3"
+        # A claim starts after the last row this process claimed in the queue (its mark) for this
+        # long after a claim from the queue's start (a rescan), which finds what the marks passed
+        # over: jobs requeued by a reaper, and pushes whose transaction committed after a younger
+        # row was claimed. Longer when a rescan is slow (dead index entries a long transaction keeps),
+        # so rescans take about 1/RESCAN_SHARE of the time at most.
+        RESCAN_EVERY = 0.5
+        RESCAN_SHARE = 20
+        VACUUM_EVERY = 5
+        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL, :CHECKPOINT,
+          :RESCAN_EVERY, :RESCAN_SHARE, :VACUUM_EVERY
 
         # Appends jobs to a queue, waking idle servers once committed: one statement (one round
         # trip) for up to CHUNK jobs.
@@ -62,8 +78,22 @@ module Jiggler
         # paused queues are skipped.
         # @returns [Array(Fetched)] handles are row ids.
         def fetch(process, queues, limit:, acks: [], reliable: true)
-          rows = with { @db.query(FETCH, [process, queues, limit, acks, reliable]) }
-          rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          @marks ||= {}
+          rescan = !@rescan_at || started >= @rescan_at
+          after = queues.map { |queue| (!rescan && @marks[queue]) || [] }
+          rows = with do
+            @db.query(FETCH, [process, queues, limit, acks, reliable, after.map(&:first), after.map(&:last)])
+          end
+          if rescan # a queue it found empty keeps its mark: nothing waited before it
+            took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+            @rescan_soonest = started + took * RESCAN_SHARE
+            @rescan_at = [@rescan_soonest, started + RESCAN_EVERY].max
+          end
+          rows.map do |id, queue, payload, run_at|
+            @marks[queue] = [run_at, id]
+            Fetched.new(id, queue, payload)
+          end
         end
 
         # Moves failed jobs out of flight into the retry or the dead set, and counts the failures; a
@@ -124,6 +154,7 @@ module Jiggler
         #   JobRules::Destination.
         # @returns [Integer] how many moved.
         def enqueue_due(now, &destination)
+          vacuum_jobs
           write do
             due = @db.query("SELECT id, state, payload FROM @.jobs " \
               "WHERE state IN ('scheduled', 'retry') AND run_at <= $1 " \
@@ -138,6 +169,31 @@ module Jiggler
         end
 
         private
+
+        # VACUUMs the jobs table at most every VACUUM_EVERY seconds (the scheduler's check calls it
+        # in each server): every job leaves two dead row versions (its claim and its acknowledgement),
+        # tens of thousands a second under load, more than autovacuum removes at its defaults (it
+        # looks at a database once a minute), and a table whose dead rows wait that long grows by
+        # hundreds of megabytes. VACUUM makes their space reusable (and gives back empty pages at
+        # the table's end); SKIP_LOCKED: when another server vacuums it, this one does not wait.
+        # Best effort: a failure waits for the next turn. Not through an application's connection
+        # (Postgres.on), which may be in a transaction.
+        def vacuum_jobs
+          return unless @db.url
+          clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          return if @vacuumed_at && clock - @vacuumed_at < VACUUM_EVERY
+          @vacuumed_at = clock
+          with { @db.run("VACUUM (SKIP_LOCKED) @.jobs") }
+        rescue ConnectionError
+          nil
+        end
+
+        # Another process announced work: it may sit behind the marks (requeued, or pushed in a
+        # transaction that committed late), so the next fetch rescans, as soon as rescans stay
+        # within their share of the time.
+        def rescan_soon
+          @rescan_at = @rescan_soonest if @rescan_at && @rescan_soonest && @rescan_soonest < @rescan_at
+        end
 
         def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
 

@@ -76,42 +76,55 @@ module Jiggler
 
         # Acknowledges, then claims up to `wanted` queued jobs, queue by queue in priority order,
         # skipping paused queues and rows other claims hold (SKIP LOCKED), oldest first: each
-        # queue's claim reads its partial index.
+        # queue's claim reads its partial index. A queue's claim starts after its mark (`marks_at`
+        # and `mark_ids`, the run_at and id of the last row this process claimed there; NULL: from
+        # the start), so it does not walk the index entries of the rows claimed before: while a long
+        # transaction keeps those rows from being vacuumed (or their entries from being marked dead),
+        # a scan from the start would read them all on every claim. Each row claimed comes back with
+        # its run_at, for the next mark.
         FETCH = <<~SQL
           CREATE OR REPLACE FUNCTION @.fetch(process text, queues text[], wanted integer,
-            acks bigint[], reliable boolean)
-          RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea) LANGUAGE plpgsql AS $$
+            acks bigint[], reliable boolean, marks_at float8[], mark_ids bigint[])
+          RETURNS TABLE (f_id bigint, f_queue text, f_payload bytea, f_run_at float8)
+          LANGUAGE plpgsql AS $$
           DECLARE
             q text;
+            i integer;
+            after_at float8;
+            after_id bigint;
             taken integer;
             acked integer := coalesce(cardinality(acks), 0);
           BEGIN
             IF acked > 0 AND reliable THEN
               DELETE FROM @.jobs j
-                WHERE j.id = ANY(acks) AND j.state = 'in_flight' AND j.owner = process;
+                WHERE j.id = ANY(acks) AND j.state IS NOT DISTINCT FROM 'in_flight'
+                  AND j.owner IS NOT DISTINCT FROM process;
               GET DIAGNOSTICS acked = ROW_COUNT;
             END IF;
             IF acked > 0 THEN
               INSERT INTO @.counters AS c (name, value) VALUES ('processed', acked)
                 ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value;
             END IF;
-            FOREACH q IN ARRAY queues LOOP
+            FOR i IN 1 .. coalesce(cardinality(queues), 0) LOOP
               EXIT WHEN wanted <= 0;
+              q := queues[i];
               CONTINUE WHEN EXISTS (SELECT 1 FROM @.paused_queues p WHERE p.queue = q);
+              after_at := coalesce(marks_at[i], '-infinity'::float8);
+              after_id := coalesce(mark_ids[i], 0);
               IF reliable THEN
                 RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
-                  WHERE j.state = 'queued' AND j.queue = q
+                  WHERE j.state = 'queued' AND j.queue = q AND (j.run_at, j.id) > (after_at, after_id)
                   ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
                 moved AS (UPDATE @.jobs j SET state = 'in_flight', owner = process FROM picked
                   WHERE j.id = picked.id RETURNING j.id, j.queue, j.payload, picked.run_at)
-                SELECT m.id, m.queue, m.payload FROM moved m ORDER BY m.run_at, m.id;
+                SELECT m.id, m.queue, m.payload, m.run_at FROM moved m ORDER BY m.run_at, m.id;
               ELSE
                 RETURN QUERY WITH picked AS (SELECT j.id, j.run_at FROM @.jobs j
-                  WHERE j.state = 'queued' AND j.queue = q
+                  WHERE j.state = 'queued' AND j.queue = q AND (j.run_at, j.id) > (after_at, after_id)
                   ORDER BY j.run_at, j.id LIMIT wanted FOR UPDATE SKIP LOCKED),
                 gone AS (DELETE FROM @.jobs j USING picked WHERE j.id = picked.id
                   RETURNING j.id, j.queue, j.payload, picked.run_at)
-                SELECT g.id, g.queue, g.payload FROM gone g ORDER BY g.run_at, g.id;
+                SELECT g.id, g.queue, g.payload, g.run_at FROM gone g ORDER BY g.run_at, g.id;
               END IF;
               GET DIAGNOSTICS taken = ROW_COUNT;
               wanted := wanted - taken;
@@ -163,7 +176,8 @@ module Jiggler
             earliest := (SELECT min(j.run_at) FROM @.jobs j WHERE j.state IN ('scheduled', 'retry'));
             IF reliable THEN
               UPDATE @.jobs j SET state = 'scheduled', owner = NULL, queue = NULL, run_at = due
-                WHERE j.id = handle AND j.state = 'in_flight' AND j.owner = process;
+                WHERE j.id = handle AND j.state IS NOT DISTINCT FROM 'in_flight'
+                  AND j.owner IS NOT DISTINCT FROM process;
               IF NOT FOUND THEN
                 RETURN QUERY SELECT 'gone'::text, NULL::float8;
                 RETURN;

@@ -30,6 +30,8 @@ module Jiggler
           # The rest, already here.
           nil while @subscription.wait_for_notify(0) { |_, _, kind| heard << kind }
           kinds = heard.map { |kind| KINDS.fetch(kind, :any) }.uniq
+          # Another process's requeue or a push that committed late may sit behind the claim marks.
+          rescan_soon unless kinds == [:schedule]
           (kinds.size == 1) ? kinds.first : :any
         rescue PG::Error => error
           close_subscription

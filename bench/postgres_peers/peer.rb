@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+# GoodJob or Solid Queue in a minimal Rails app (Active Record on DATABASE_URL, Active Job, no
+# other framework), for bench/postgres_peers.rb; run in the peers' bundle (tmp/bench-bundles/pgpeers):
+#
+#   ruby peer.rb good_job|solid_queue setup          # makes its tables
+#   ruby peer.rb good_job|solid_queue enqueue JOBS   # perform_all_later of JOBS noop jobs
+#   ruby peer.rb good_job|solid_queue work THREADS   # works all queues until killed
+require "bundler/setup"
+require "logger"
+require "rails"
+require "active_record/railtie"
+require "active_job/railtie"
+
+KIND = ARGV[0]
+require KIND
+
+class PeerApp < Rails::Application
+  config.load_defaults 7.2
+  config.eager_load = false
+  # As a production app's config: else the reloader checks the app's files around every job.
+  config.enable_reloading = false
+  config.root = __dir__
+  config.secret_key_base = "bench"
+  config.logger = Logger.new($stderr, level: :warn)
+  config.active_record.logger = nil
+  config.active_job.queue_adapter = KIND.to_sym
+  config.active_job.logger = Logger.new(nil) if config.respond_to?(:active_job)
+  config.solid_queue.logger = Logger.new($stderr, level: :warn) if KIND == "solid_queue"
+  if KIND == "good_job"
+    config.good_job.execution_mode = :external
+    config.good_job.enable_cron = false
+    config.good_job.logger = Logger.new($stderr, level: :warn)
+  end
+end
+PeerApp.initialize!
+ActiveJob::Base.logger = Logger.new(nil)
+
+class NoopJob < ActiveJob::Base
+  def perform = nil
+end
+
+case ARGV[1]
+when "setup"
+  if KIND == "good_job"
+    template = Gem.loaded_specs["good_job"].full_gem_path +
+      "/lib/generators/good_job/templates/install/migrations/create_good_jobs.rb.erb"
+    migration_version = "[7.2]"
+    eval(ERB.new(File.read(template)).result(binding)) # rubocop:disable Security/Eval
+    ActiveRecord::Migration.verbose = false
+    CreateGoodJobs.migrate(:up)
+  else
+    ActiveRecord::Schema.verbose = false
+    load Gem.loaded_specs["solid_queue"].full_gem_path +
+      "/lib/generators/solid_queue/install/templates/db/queue_schema.rb"
+  end
+when "enqueue"
+  ARGV[2].to_i.times.each_slice(1000) { |slice| ActiveJob.perform_all_later(slice.map { NoopJob.new }) }
+when "work"
+  threads = ARGV[2].to_i
+  if KIND == "good_job"
+    GoodJob.configuration.options.merge!(threads: threads, queues: "*", poll_interval: 1)
+    GoodJob.capsule.start
+    sleep
+  else
+    SolidQueue::Supervisor.start(only_work: true, skip_recurring: true,
+      workers: [{queues: "*", threads: threads, processes: 1, polling_interval: 0.1}])
+  end
+end
