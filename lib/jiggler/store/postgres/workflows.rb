@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../step_state"
+
 module Jiggler
   module Store
     class Postgres
@@ -78,7 +80,7 @@ module Jiggler
           rows = with do
             @db.query("SELECT jid, done, waiting, array_to_string(dependants, ',') FROM @.workflow_steps WHERE workflow = $1", [workflow])
           end
-          rows.to_h { |jid, done, waiting, dependants| [jid, [step_state(done, waiting.positive?), dependants.split(",")]] }
+          rows.to_h { |jid, done, waiting, dependants| [jid, [StepState.of(done, waiting.positive?), dependants.split(",")]] }
         end
 
         # Deletes every workflow, then what the other roles hold.
@@ -88,12 +90,6 @@ module Jiggler
         end
 
         private
-
-        # "done", "waiting" (for dependencies) or "released" (queued, running or retrying).
-        def step_state(done, waiting)
-          return "done" if done
-          waiting ? "waiting" : "released"
-        end
 
         # Drops the state of finished workflows once it expired.
         def prune_workflows(now)

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../step_state"
+
 require_relative "script"
 
 module Jiggler
@@ -64,7 +66,7 @@ module Jiggler
         def workflow_graph(workflow)
           fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
           fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
-            [jid, [step_state(fields.key?("done:#{jid}"), fields.key?("n:#{jid}")), fields.fetch("d:#{jid}", "").split(",")]]
+            [jid, [StepState.of(fields.key?("done:#{jid}"), fields.key?("n:#{jid}")), fields.fetch("d:#{jid}", "").split(",")]]
           end
         end
 
@@ -74,14 +76,6 @@ module Jiggler
           ids.each_slice(CHUNK) { |slice| with { |redis| redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }]) } }
           with { |redis| redis.call("DEL", @keys.workflows) }
           super
-        end
-
-        private
-
-        # "done", "waiting" (for dependencies) or "released" (queued, running or retrying).
-        def step_state(done, waiting)
-          return "done" if done
-          waiting ? "waiting" : "released"
         end
       end
     end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../step_state"
+
 module Jiggler
   module Store
     class SQLite
@@ -81,7 +83,7 @@ module Jiggler
         # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids], for the dashboard's graph.
         def workflow_graph(workflow)
           rows = with { |db| db.execute("SELECT jid, done, waiting, dependants FROM workflow_steps WHERE workflow = ?", [workflow]) }
-          rows.to_h { |jid, done, waiting, dependants| [jid, [step_state(done == 1, waiting.positive?), dependants.split(",")]] }
+          rows.to_h { |jid, done, waiting, dependants| [jid, [StepState.of(done == 1, waiting.positive?), dependants.split(",")]] }
         end
 
         # Deletes every workflow, then what the other roles hold.
@@ -91,12 +93,6 @@ module Jiggler
         end
 
         private
-
-        # "done", "waiting" (for dependencies) or "released" (queued, running or retrying).
-        def step_state(done, waiting)
-          return "done" if done
-          waiting ? "waiting" : "released"
-        end
 
         # Drops the state of finished workflows once it expired.
         def prune_workflows(db, now)
