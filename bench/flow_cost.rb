@@ -147,7 +147,7 @@ class FlowCostBench
 
   # A job that waited or failed would measure something else: stop there.
   def check(outcome, klass)
-    raise "#{klass.name}: a job did not run (#{outcome.inspect}); the bench measures jobs that run" unless outcome.nil?
+    raise "#{klass.name}: a job did not run (#{outcome.inspect}); the bench measures jobs that run" unless outcome.equal?(Jiggler::Server::Processor::DONE)
   end
 
   # @returns [Array(Float)] wall and CPU seconds the block took.
