@@ -29,6 +29,12 @@ class PostgresServer
 
   def url = "postgres://postgres@127.0.0.1:#{@port}/#{DATABASE}"
 
+  # Drops a test's schema (its namespace) and everything in it.
+  def drop_schema(namespace)
+    require "pg"
+    PG.connect(url) { |db| db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS #{PG::Connection.quote_ident(namespace)} CASCADE") }
+  end
+
   def start
     FileUtils.chown("postgres", nil, @dir) if root?
     run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")

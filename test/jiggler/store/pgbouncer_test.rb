@@ -23,9 +23,7 @@ describe "Jiggler::Store::Postgres behind PgBouncer (transaction mode)" do
 
   def teardown
     super
-    PG.connect(PostgresServer.instance.url) do |db|
-      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
-    end
+    PostgresServer.instance.drop_schema(@namespace)
   end
 
   it "says in its description that the timeouts are the role's" do
@@ -72,9 +70,7 @@ describe "a jiggler server behind PgBouncer (transaction mode)" do
     @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
     @servers.each(&:kill)
     @client_store&.close
-    PG.connect(PostgresServer.instance.url) do |db|
-      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
-    end
+    PostgresServer.instance.drop_schema(@namespace)
   end
 
   it "runs each job enqueued while it is idle, once" do

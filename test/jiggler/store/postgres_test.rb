@@ -16,9 +16,7 @@ describe Jiggler::Store::Postgres do
 
   def teardown
     super
-    PG.connect(PostgresServer.instance.url) do |db|
-      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
-    end
+    PostgresServer.instance.drop_schema(@namespace)
   end
 end
 
@@ -26,9 +24,7 @@ end
 describe "Jiggler::Store::Postgres after a fiber stopped in a statement" do
   def teardown
     @store&.close
-    PG.connect(PostgresServer.instance.url) do |db|
-      db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
-    end
+    PostgresServer.instance.drop_schema(@namespace)
     super
   end
 
