@@ -35,7 +35,8 @@ describe "jiggler:install in a new Rails #{Gem.loaded_specs["railties"].version}
 
   def perform_later(path)
     GeneratedApp.run!("bin/rails", "runner", "HelloJob.perform_later(#{path.inspect})")
-    wait_for(timeout: 30, message: "the job's file") { File.exist?(path) && File.read(path) }
+    # Not just there: File.write creates the file before it writes, and a read in between finds it empty.
+    wait_for(timeout: 30, message: "the job's file") { File.exist?(path) && File.read(path).then { |text| text unless text.empty? } }
   end
 
   def database_pools
