@@ -32,7 +32,35 @@ module BrowserSession
       nil
     end
 
+    # A new tab. A browser found dead (its process gone, or its connection closed) since the last test is replaced
+    # once, with a warning that says how it ended: the dashboard is under test here, not Chromium's lifetime.
+    def create_page
+      browser.create_page
+    rescue Ferrum::DeadBrowserError => error
+      warn "Chromium was found dead (#{error.message}; #{process_end}); starting another"
+      quit_quietly
+      browser&.create_page or raise error
+    end
+
+    def quit_quietly
+      @browser&.quit
+    rescue Ferrum::Error, SystemCallError
+      nil
+    ensure
+      @browser = nil
+    end
+
     attr_reader :failure
+
+    # How Chromium's process ended, as far as this process (its parent) can tell.
+    def process_end
+      pid = @browser&.process&.pid
+      return "no process" unless pid
+      _, status = Process.wait2(pid, Process::WNOHANG)
+      status ? status.to_s : "process #{pid} still running"
+    rescue Errno::ECHILD
+      "process #{pid} already reaped"
+    end
 
     # The dashboard's URL, starting the server on first use.
     def url
@@ -65,7 +93,7 @@ module BrowserSession
   end
 
   # A fresh tab.
-  def page = @page ||= BrowserSession.browser.create_page
+  def page = @page ||= BrowserSession.create_page
 
   # Opens a page of the dashboard.
   def visit(path) = page.go_to("#{BrowserSession.url}#{path}")
