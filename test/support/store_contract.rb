@@ -24,7 +24,7 @@ module StoreContract
   def self.included(base)
     base.extend(Specs)
     %i[push_and_schedule fetch fail requeue checkpoint enqueue_due processes admin admin_for_web invariants wait_for_wake batches results
-      signals metrics recurring uniqueness limits long_jobs workflows].each do |group|
+      signals metrics recurring uniqueness limits long_jobs workflows lookups].each do |group|
       base.public_send(:"describe_#{group}")
     end
   end
@@ -1082,3 +1082,4 @@ end
 
 require_relative "store_contract_long_jobs"
 require_relative "store_contract_workflows"
+require_relative "store_contract_lookups"

@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 9
+      VERSION = 10
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -102,7 +102,7 @@ module Jiggler
         # Workflows: each step's dependants, whether it is done and its result, and, while it waits for its
         # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is left, when its state expires, whether a step died,
         # and the job its first death pushes (on_death).
-        9 => <<~SQL
+        9 => <<~SQL,
           CREATE TABLE workflow_steps (
             workflow TEXT NOT NULL,
             jid TEXT NOT NULL,
@@ -123,6 +123,10 @@ module Jiggler
             death_payload TEXT
           );
           CREATE INDEX workflows_by_expiry ON workflows (expires_at) WHERE expires_at IS NOT NULL;
+        SQL
+        # Jiggler.status finds a step waiting for its dependencies by its jid alone (the key is workflow, jid).
+        10 => <<~SQL
+          CREATE INDEX workflow_steps_waiting ON workflow_steps (jid) WHERE waiting > 0;
         SQL
       }.freeze
 

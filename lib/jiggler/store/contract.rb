@@ -16,7 +16,8 @@ module Jiggler
         "Workflows" => %i[create_workflow step_died complete_step step_results workflow_graph workflow_steps],
         "Metrics" => %i[add_metrics metrics metrics_totals],
         "Signals" => %i[signal_process take_signals],
-        "Admin: reads" => %i[counts queue_sizes queue_entries set_entries set_entry paused_queues],
+        "Admin: reads" => %i[counts queue_sizes queue_entries set_entries set_entry paused_queues slot_waiter batch_item
+          waiting_step rate_reservation],
         "Admin: actions" => %i[delete_set_entries enqueue_set_entries kill_set_entries delete_queue_entry pause_queue
           resume_queue clear_queue clear_all_queues clear_set reset_counter clear_all],
         "Connection" => %i[description ping close with],

@@ -23,6 +23,7 @@ require_relative "postgres/rates"
 require_relative "postgres/cancels"
 require_relative "postgres/cancel_waiting"
 require_relative "postgres/workflows"
+require_relative "postgres/lookups"
 
 module Jiggler
   module Store
@@ -57,6 +58,7 @@ module Jiggler
       include Cancels
       include CancelWaiting
       include Workflows
+      include Lookups
 
       CHUNK = 5000
       SETS = %w[scheduled retry dead].freeze

@@ -18,6 +18,7 @@ require_relative "redis/recurrences"
 require_relative "redis/uniqueness"
 require_relative "redis/limits"
 require_relative "redis/workflows"
+require_relative "redis/lookups"
 require_relative "../error"
 require_relative "connection_error"
 
@@ -49,6 +50,7 @@ module Jiggler
       include Uniqueness
       include Limits
       include Workflows
+      include Lookups
 
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack

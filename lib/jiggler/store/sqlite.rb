@@ -21,6 +21,7 @@ require_relative "sqlite/uniqueness"
 require_relative "sqlite/limits"
 require_relative "sqlite/rates"
 require_relative "sqlite/workflows"
+require_relative "sqlite/lookups"
 
 module Jiggler
   module Store
@@ -52,6 +53,7 @@ module Jiggler
       include Limits
       include Rates
       include Workflows
+      include Lookups
 
       CHUNK = 500
       PUSH_POLL = 0.005

@@ -13,7 +13,7 @@ module Jiggler
       # whatever else the table holds, and `fetch` is one function call: one round trip, one short
       # transaction.
       module Schema
-        VERSION = 6
+        VERSION = 7
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
@@ -57,6 +57,7 @@ module Jiggler
           CREATE TABLE IF NOT EXISTS @.workflow_steps (workflow text, jid text, queue text NOT NULL,
             waiting integer NOT NULL, payload bytea, dependants text[] NOT NULL,
             done boolean NOT NULL DEFAULT false, result text, PRIMARY KEY (workflow, jid));
+          CREATE INDEX IF NOT EXISTS workflow_steps_waiting ON @.workflow_steps (jid) WHERE waiting > 0;
           CREATE TABLE IF NOT EXISTS @.workflows (id text PRIMARY KEY, steps_left integer NOT NULL,
             expires_at float8, died boolean NOT NULL DEFAULT false, death_queue text, death_payload bytea);
         SQL
