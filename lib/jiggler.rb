@@ -68,8 +68,9 @@ module Jiggler
     # @returns [Symbol] :removed when it was waiting, :requested when it was not found waiting (running, or gone).
     def cancel(jid, by: "Jiggler.cancel (pid #{Process.pid})") = Cancellation.cancel(store, jid, by: by, config: config)
 
-    # Where a job is now: running (with its progress), scheduled, retry, dead, cancelled, queued, done or failed (for a
-    # class with `result_ttl`), or unknown (finished, or never enqueued). See JobStatus for what it reads.
+    # Where a job is now: running (with its progress), scheduled, retry, dead, cancelled, waiting (for a concurrency
+    # slot, its rate's budget or its workflow dependencies), batched (an item before its batch forms), queued, done or
+    # failed (for a class with `result_ttl`), or unknown (finished, or never enqueued). See JobStatus for what it reads.
     # @parameter jid [String] the id `enqueue` returned.
     # @returns [Hash] "state", and what goes with it ("queue", "class", "at", "progress", "error_class", "by", ...).
     def status(jid) = JobStatus.lookup(store, jid)

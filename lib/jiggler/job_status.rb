@@ -2,15 +2,17 @@
 
 require_relative "payload"
 require_relative "store/contract"
+require_relative "job_status/waiting"
 
 module Jiggler
   # Where a job is now (`Jiggler.status`), read through the store's admin reads, in the order a job moves: running on
   # a live process (with the progress it reported), then the scheduled, retry and dead sets (a cancelled job is in
-  # the dead set, marked), then the queues, then what a finished job leaves (its result, with `result_ttl`; its
-  # history, on SQLite). A job that moves while it is looked for may be found where it was or where it went, never
-  # nowhere unless it finished: jiggler keeps nothing of a finished job without a result, so "unknown" means finished
-  # or never enqueued. Jobs waiting for a concurrency slot, batch items and workflow steps waiting for their
-  # dependencies are not looked for: they are "unknown" too.
+  # the dead set, marked; a job its rate limit deferred is scheduled, and "waiting" for the rate), then where a job
+  # waits outside the queues (for a concurrency slot, in a batch not formed yet, as a workflow step held for its
+  # dependencies: Waiting), then the queues, then what a finished job leaves (its result, with `result_ttl`; its
+  # history, on SQLite). Each place is looked in before the places a job leaves it for, so a job that moves while
+  # it is looked for may be found where it was or where it went, never nowhere unless it finished: jiggler keeps
+  # nothing of a finished job without a result, so "unknown" means finished or never enqueued.
   module JobStatus
     SETS = {scheduled: "scheduled", retry: "retry", dead: "dead"}.freeze
     # Entries read per call while looking through a queue.
@@ -20,12 +22,15 @@ module Jiggler
 
     # @parameter store [Object] a store.
     # @parameter jid [String]
-    # @returns [Hash] "state" ("running", "scheduled", "retry", "dead", "cancelled", "queued", "done", "failed" or
-    #   "unknown") and what goes with it: "queue", "class", "at" (when it runs, or died), "progress", "process",
-    #   "error_class", "error_message", "by" (who cancelled it).
+    # @returns [Hash] "state" ("running", "scheduled", "retry", "dead", "cancelled", "waiting", "batched", "queued",
+    #   "done", "failed" or "unknown") and what goes with it: "queue", "class", "at" (when it runs, or died),
+    #   "progress", "process", "error_class", "error_message", "by" (who cancelled it), "position"; for "waiting",
+    #   "for" ("concurrency" or "rate", with the limit's "key"; "dependencies", with the "workflow" and how many
+    #   "dependencies" are left); for "batched", the "batch"; "workflow" for any step of a workflow.
     def lookup(store, jid)
       raise ArgumentError, "status needs a job id String (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
-      running(store, jid) || in_set(store, jid) || queued(store, jid) || finished(store, jid) || {"state" => "unknown"}
+      running(store, jid) || in_set(store, jid) || Waiting.lookup(store, jid) || queued(store, jid) ||
+        finished(store, jid) || {"state" => "unknown"}
     end
 
     def running(store, jid)
@@ -45,7 +50,8 @@ module Jiggler
         payload, at = store.set_entries(set, limit: 10, filter: jid).find { |entry, _| parse(entry)&.dig("jid") == jid }
         next unless payload
         job = parse(payload)
-        found = {"state" => state, "queue" => job["queue"], "class" => job["name"], "at" => at}
+        found = described(payload).merge("state" => state, "at" => at)
+        return found.merge(Waiting.for_rate(store, jid, job) || {}) if set == :scheduled
         return found.merge(failure(job)) unless set == :dead && job["cancelled"].is_a?(Hash)
         return found.merge("state" => "cancelled", "by" => job["cancelled"]["by"])
       end
@@ -57,7 +63,7 @@ module Jiggler
         (0..).step(PAGE) do |offset|
           page = store.queue_entries(queue, limit: PAGE, offset: offset)
           index = page.index { |payload| payload.include?(jid) && parse(payload)&.dig("jid") == jid }
-          return {"state" => "queued", "queue" => queue, "class" => parse(page[index])["name"], "position" => offset + index} if index
+          return described(page[index]).merge("state" => "queued", "queue" => queue, "position" => offset + index) if index
           break if page.size < PAGE
         end
       end
@@ -70,6 +76,13 @@ module Jiggler
       return {"state" => "done"} if result
       return unless Store::Contract.supports?(store, :history)
       {"state" => "done"} if store.history(jid).last&.last&.dig("type") == "done"
+    end
+
+    # What a payload says of its job: its class, queue and workflow (those it has).
+    # @returns [Hash]
+    def described(payload)
+      job = parse(payload) || {}
+      {"queue" => job["queue"], "class" => job["name"], "workflow" => job["workflow"]}.compact
     end
 
     def failure(job) = job.slice("error_class", "error_message")
