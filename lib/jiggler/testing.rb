@@ -4,14 +4,16 @@ require_relative "../jiggler"
 require_relative "testing/capture"
 require_relative "testing/runner"
 require_relative "testing/job_methods"
+require_relative "testing/workflow_capture"
 # In a Rails app, Active Job's test adapter feeds these modes too (loaded after the app, as a test helper is).
 require_relative "testing/active_job_mirror" if defined?(::ActiveJob::QueueAdapters)
 
 module Jiggler
   # Modes for test suites, loaded with `require "jiggler/testing"` (which turns on the fake mode):
   #
-  # - fake: enqueued jobs are kept in memory, per class (`MyJob.jobs`), until drained or cleared;
-  # - inline: each job runs in the enqueueing process as it is enqueued;
+  # - fake: enqueued jobs are kept in memory, per class (`MyJob.jobs`), until drained or cleared; a started
+  #   workflow's steps without dependencies are kept so, and performing a step keeps the steps it released;
+  # - inline: each job runs in the enqueueing process as it is enqueued; a workflow's steps, in dependency order;
   # - disabled: jobs go to the real store, as in production.
   #
   # Arguments and options are checked as in production, and the client middleware runs, so a test fails where an
@@ -64,8 +66,15 @@ module Jiggler
         ran
       end
 
-      # Forgets every kept job.
-      def clear_all = queues.clear
+      # Each step's state ("waiting", "released" or "done") of a workflow started in the fake or inline mode, as the
+      # store's `workflow_steps` gives it. @returns [Hash(String, String)]
+      def workflow_steps(id) = Workflows.steps(id)
+
+      # Forgets every kept job, and the workflows started.
+      def clear_all
+        queues.clear
+        Workflows.clear
+      end
 
       private
 

@@ -43,6 +43,46 @@ module TestingTest
 
     def perform_batch(args_list) = RUNS << [:digest, args_list]
   end
+
+  # Workflow steps: parts return a value, a merge adds up its dependencies' values.
+  class Part
+    include Jiggler::Job
+
+    def perform(part)
+      RUNS << [:part, part]
+      part * 10
+    end
+  end
+
+  class Merge
+    include Jiggler::Job
+
+    job_options queue: "merges"
+
+    def perform = RUNS << [:merge, dependency_results.values.sum]
+  end
+
+  class Notify
+    include Jiggler::Job
+
+    def perform(message) = RUNS << [:notify, message]
+  end
+
+  class Broken
+    include Jiggler::Job
+
+    def perform = raise("broken step")
+  end
+
+  # parts (1, 2, 3) -> merge -> "report"; on_success "done".
+  def self.flow
+    flow = Jiggler::Workflow.new
+    parts = [1, 2, 3].map { |part| flow.step(Part, part) }
+    merge = flow.step(Merge, after: parts)
+    flow.step(Notify, "report", after: merge)
+    flow.on_success(Notify, "done")
+    [flow, parts, merge]
+  end
 end
 
 describe Jiggler::Testing do
@@ -128,5 +168,61 @@ describe Jiggler::Testing do
     refute_enqueued_jiggler_job TestingTest::Invoice, args: [4]
     error = assert_raises(Minitest::Assertion) { assert_enqueued_jiggler_job TestingTest::Invoice, queue: "other" }
     assert_match(/expected at least one of a TestingTest::Invoice job on queue "other", found 0: .*\[3\] on "billing"/, error.message)
+  end
+
+  it "keeps a started workflow's steps without dependencies as enqueued jobs, holds the others, and writes nothing" do
+    flow, parts, merge = TestingTest.flow
+    flow.start
+    assert_equal parts, TestingTest::Part.jobs.map { |job| job["jid"] }
+    assert_equal [[flow.id], [[1], [2], [3]]], [TestingTest::Part.jobs.map { |job| job["workflow"] }.uniq, TestingTest::Part.jobs.map { |job| job["args"] }]
+    assert_empty TestingTest::Merge.jobs
+    assert_equal "waiting", Jiggler::Testing.workflow_steps(flow.id)[merge]
+    assert_enqueued_jiggler_job TestingTest::Part, args: [2]
+    assert_empty store.queue_sizes
+    assert_empty store.workflow_steps(flow.id)
+  end
+
+  it "releases a step when a drain performed its last dependency: drain_all runs the workflow in dependency order" do
+    flow, parts, merge = TestingTest.flow
+    flow.start
+    TestingTest::Part.perform_one
+    TestingTest::Part.perform_one
+    assert_empty TestingTest::Merge.jobs, "the merge waits for its third part"
+    assert_equal 1, TestingTest::Part.drain
+    assert_equal [merge], TestingTest::Merge.jobs.map { |job| job["jid"] }
+    assert_equal "merges", TestingTest::Merge.jobs.first["queue"]
+    assert_equal 3, Jiggler::Testing.drain_all
+    assert_equal [[:part, 1], [:part, 2], [:part, 3], [:merge, 60], [:notify, "report"], [:notify, "done"]], TestingTest::RUNS
+    assert_equal ["done"], Jiggler::Testing.workflow_steps(flow.id).values.uniq
+    assert_equal parts.size + 3, Jiggler::Testing.workflow_steps(flow.id).size
+  end
+
+  it "holds a failed step's dependants: the error raises out of the drain, as any job's" do
+    flow = Jiggler::Workflow.new
+    broken = flow.step(TestingTest::Broken)
+    after = flow.step(TestingTest::Notify, "after", after: [broken])
+    flow.start
+    assert_equal "broken step", assert_raises(RuntimeError) { Jiggler::Testing.drain_all }.message
+    assert_empty TestingTest::Notify.jobs
+    assert_equal "waiting", Jiggler::Testing.workflow_steps(flow.id)[after]
+  end
+
+  it "performs a workflow's steps at start in inline mode, in dependency order, with their dependencies' results" do
+    flow, = TestingTest.flow
+    Jiggler::Testing.inline! { flow.start }
+    assert_equal [[:part, 1], [:part, 2], [:part, 3], [:merge, 60], [:notify, "report"], [:notify, "done"]], TestingTest::RUNS
+    assert_empty Jiggler::Testing.jobs
+    assert_empty store.queue_sizes
+  end
+
+  it "forgets the workflows started on clear_all, and writes a workflow to the store when disabled" do
+    flow, = TestingTest.flow
+    flow.start
+    Jiggler::Testing.clear_all
+    assert_empty Jiggler::Testing.workflow_steps(flow.id)
+    real, = TestingTest.flow
+    Jiggler::Testing.disable! { real.start }
+    assert_equal({"default" => 3}, store.queue_sizes)
+    assert_empty Jiggler::Testing.jobs
   end
 end

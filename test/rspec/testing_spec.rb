@@ -52,6 +52,17 @@ RSpec.describe "jiggler/testing with RSpec" do
     expect(TestingSpec::Notify.jobs).to be_empty
   end
 
+  it "keeps a workflow's ready steps, and drains it in dependency order" do
+    flow = Jiggler::Workflow.new
+    first = flow.step(TestingSpec::Notify, 1, "first")
+    flow.step(TestingSpec::Notify, 2, "second", after: [first])
+    flow.start
+    expect(TestingSpec::Notify).to have_enqueued_jiggler_job(1, "first").times(1)
+    expect(TestingSpec::Notify).not_to have_enqueued_jiggler_job(2, "second")
+    expect(TestingSpec::Notify.drain).to eq(2)
+    expect(TestingSpec::RUNS).to eq([[1, "first"], [2, "second"]])
+  end
+
   it "refuses arguments a real enqueue refuses" do
     expect { TestingSpec::Notify.enqueue(:symbol, "x") }.to raise_error(ArgumentError, /not JSON-native/)
   end

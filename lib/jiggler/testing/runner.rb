@@ -5,14 +5,18 @@ require_relative "../job"
 module Jiggler
   module Testing
     # Performs kept jobs in the test's own process, as a server would: through the server middleware, a wrapper class
-    # given the whole payload, a batch class its items together.
+    # given the whole payload, a batch class its items together, a workflow step with its dependencies' results.
     module Runner
       module_function
 
-      # Performs one job.
+      # Performs one job; a workflow step's completion then releases its dependants (Workflows).
       # @parameter job [Hash] a payload Hash.
       # @returns [Object] what `perform` returned.
-      def run(job) = perform(job, job["wrapper"] ? [job] : job["args"])
+      def run(job)
+        value = perform(job, job["wrapper"] ? [job] : job["args"])
+        Workflows.completed(job, value) if job["workflow"]
+        value
+      end
 
       # Performs the jobs of one class in order, taking each off the list first, until the list is empty (jobs they
       # enqueue included). A batch class performs up to `batch_size` items per `perform_batch`.
@@ -35,6 +39,7 @@ module Jiggler
       def perform(job, args, method = :perform)
         instance = Object.const_get(job["wrapper"] || job["name"]).new
         instance.jid = job["jid"]
+        instance.workflow_step = -> { Workflows.results(job) } if job["workflow"] && job["after"]
         middleware = Jiggler.config.server_middleware
         return instance.public_send(method, *args) if middleware.empty?
         middleware.invoke(instance, job, job["queue"]) { instance.public_send(method, *args) }
