@@ -136,7 +136,7 @@ module Jiggler
   private_constant :ClientSettings
 end
 
-require_relative "jiggler/railtie" if defined?(Rails::Railtie)
+require_relative "jiggler/rails/railtie" if defined?(Rails::Railtie)
 
 # As in Jiggler.configure: the Redis store named by the environment loads with the gem, not at the first enqueue.
 Jiggler::Store.const_get(:Redis) unless ENV.fetch("REDIS_URL", "").empty?

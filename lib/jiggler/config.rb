@@ -11,9 +11,6 @@ module Jiggler
   # Values come from four layers, the later winning: DEFAULTS, the YAML config file, `Jiggler.configure` blocks and
   # command line flags. Every value is checked when it is set, so a typo fails at boot with a message naming the key.
   class Config
-    # Raised for an unknown key or a value outside what the key allows.
-    class InvalidError < Error; end
-
     DEFAULTS = {
       client_concurrency: 10,
       client_async: false,

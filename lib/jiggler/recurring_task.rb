@@ -3,7 +3,8 @@
 require "securerandom"
 require "time"
 require_relative "payload"
-require_relative "config"
+require_relative "error"
+require_relative "queue_name"
 require_relative "job/options"
 require_relative "recurring_task/schedule"
 
@@ -171,8 +172,8 @@ module Jiggler
     def read_queue(value)
       return if value.nil?
       queue = value.to_s
-      return queue if Config::Rules.queue_name?(queue)
-      invalid!("has queue #{queue.inspect}, which is not #{Config::Rules::QUEUE_NAME_RULE}")
+      return queue if QueueName.valid?(queue)
+      invalid!("has queue #{queue.inspect}, which is not #{QueueName::RULE}")
     end
 
     # Solid Queue's rule: an Array is the argument list, anything else is the one argument.

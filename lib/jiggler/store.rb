@@ -51,8 +51,7 @@ module Jiggler
         raise Config::InvalidError, "transactional_enqueue writes jobs on Active Record's connection: load the Rails app " \
           "(or Active Record) before jiggler's client is used"
       end
-      require_relative "rails/active_record_connection"
-      Postgres.new(url: nil, namespace: config[:namespace], connection: Rails::ActiveRecordConnection,
+      Postgres.new(url: nil, namespace: config[:namespace], connection: Postgres::ActiveRecordConnection,
         done_retention: config[:done_retention])
     end
 

@@ -162,10 +162,10 @@ module Jiggler
         raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
       end
 
-      # A queue name the dashboard can also show and act on (Config::Rules.queue_name?).
+      # A queue name the dashboard can also show and act on (QueueName.valid?).
       def queue_named(command, operands)
-        return operands if Config::Rules.queue_name?(operands.first)
-        raise UsageError, "#{command} #{operands.first.inspect}: not #{Config::Rules::QUEUE_NAME_RULE}"
+        return operands if QueueName.valid?(operands.first)
+        raise UsageError, "#{command} #{operands.first.inspect}: not #{QueueName::RULE}"
       end
 
       def set_named(name)

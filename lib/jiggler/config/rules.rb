@@ -5,6 +5,7 @@ require_relative "redaction"
 require_relative "redis_url"
 require_relative "database_url"
 require_relative "sqlite_path"
+require_relative "../queue_name"
 
 module Jiggler
   class Config
@@ -15,10 +16,6 @@ module Jiggler
       # Worker fibers per process at most: each has a stack of its own, and more than this would wait on the store's
       # connections and the CPU rather than run.
       CONCURRENCY_MAX = 10_000
-      # Queue names: printable UTF-8 without whitespace or control characters, and without '|' (it joins a batch's
-      # queue and class) or braces (Redis hash tags); short enough for keys, logs and URLs.
-      QUEUE_NAME = /\A[[:graph:]&&[^|{}]]{1,128}\z/
-      QUEUE_NAME_RULE = "a queue name: 1 to 128 printable characters of valid UTF-8, without spaces, '|' or braces"
 
       module_function
 
@@ -61,14 +58,6 @@ module Jiggler
         check(key, value)
       rescue InvalidError => error
         raise InvalidError, error.message.sub("config[:#{key}]", variable)
-      end
-
-      # Whether a value is a queue name by QUEUE_NAME: every way a name comes in (job options, with_options, settings,
-      # the command line, YAML) asks this.
-      # @parameter name [Object]
-      def queue_name?(name)
-        name.is_a?(String) && name.valid_encoding? && (name.encoding == Encoding::UTF_8 || name.ascii_only?) &&
-          QUEUE_NAME.match?(name)
       end
 
       # Normalizes a list of queues to `[name, priority]` pairs, highest priority first (ties keep their order).
@@ -121,8 +110,8 @@ module Jiggler
       def queue_pair(entry)
         name, priority = entry.is_a?(Array) ? entry : [entry, 0]
         name = name.to_s if name.is_a?(Symbol)
-        unless queue_name?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
-          fail!(:queues, "names (#{QUEUE_NAME_RULE}), or [name, Integer priority] pairs", entry)
+        unless QueueName.valid?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
+          fail!(:queues, "names (#{QueueName::RULE}), or [name, Integer priority] pairs", entry)
         end
         [name, priority]
       end
@@ -130,7 +119,7 @@ module Jiggler
       def weighted_pair?(entry)
         name, weight = entry
         name = name.to_s if name.is_a?(Symbol)
-        entry.is_a?(Array) && entry.size == 2 && queue_name?(name) && weight.is_a?(Integer) && weight.positive?
+        entry.is_a?(Array) && entry.size == 2 && QueueName.valid?(name) && weight.is_a?(Integer) && weight.positive?
       end
 
       # A text with the credentials of every URL in it replaced by "***", for messages and logs (see Redaction).

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../config/rules"
+require_relative "../queue_name"
 require_relative "../unique_job"
 require_relative "../limited_job"
 
@@ -69,8 +69,8 @@ module Jiggler
 
       def queue_name!(key, value)
         name = value.is_a?(Symbol) ? value.to_s : value
-        return if Config::Rules.queue_name?(name)
-        raise ArgumentError, "#{key} must be #{Config::Rules::QUEUE_NAME_RULE} (got #{value.inspect[0, 200]})"
+        return if QueueName.valid?(name)
+        raise ArgumentError, "#{key} must be #{QueueName::RULE} (got #{value.inspect[0, 200]})"
       end
 
       def seconds!(key, value)

@@ -29,7 +29,7 @@ module Jiggler
       # here, the server having loaded jiggler already.
       def load_railtie
         require "rails"
-        require_relative "../railtie"
+        require_relative "railtie"
       rescue LoadError
         nil # Rails is not in the bundle: the file is loaded like any other
       end

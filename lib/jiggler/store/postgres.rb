@@ -2,10 +2,10 @@
 
 require "digest"
 require_relative "../error"
-require_relative "../client"
 require_relative "connection_error"
 require_relative "fetched"
 require_relative "postgres/connection"
+require_relative "postgres/active_record_connection"
 require_relative "postgres/schema"
 require_relative "postgres/queue_path"
 require_relative "postgres/wake"
@@ -79,19 +79,6 @@ module Jiggler
       # @returns [Postgres]
       def self.on(connection, namespace: "jiggler")
         new(url: nil, namespace: namespace, connection: connection)
-      end
-
-      # A client that writes jobs through an application's connection (see `on`), for `Job.through`:
-      #
-      #   client = Jiggler::Store::Postgres.client_on(connection)
-      #   connection.transaction do
-      #     connection.exec_params("INSERT INTO orders (id) VALUES ($1)", [42])
-      #     ReceiptJob.through(client).enqueue(42) # exists if and only if the order does
-      #   end
-      #
-      # @returns [Client]
-      def self.client_on(connection, namespace: "jiggler")
-        Client.new(on(connection, namespace: namespace))
       end
 
       # @parameter url [String] a postgres:// or postgresql:// URL.

@@ -47,7 +47,7 @@ describe "Jiggler::Store::Postgres on an application's connection" do
     super
     @app = PG.connect(PostgresServer.instance.url)
     @app.exec("SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS orders (id bigint)")
-    @client = Jiggler::Store::Postgres.client_on(@app, namespace: @namespace)
+    @client = Jiggler::Client.new(Jiggler::Store::Postgres.on(@app, namespace: @namespace))
     @store = Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
     @store.ping
   end

@@ -69,7 +69,7 @@ module Jiggler
         # @parameter schema [String] the schema the store's tables live in.
         # @parameter size [Integer] connections at most.
         # @parameter connection [PG::Connection | #with_connection | Nil] an application's connection to
-        #   write through instead, or what lends one for each call (Rails::ActiveRecordConnection).
+        #   write through instead, or what lends one for each call (ActiveRecordConnection).
         def initialize(url:, schema:, size: 1, connection: nil)
           @url = url
           @schema = schema

@@ -1,11 +1,10 @@
 # frozen_string_literal: true
 
 require "rails"
-require_relative "../jiggler"
-require_relative "rails/execution"
-require_relative "rails/error_reporter"
-require_relative "instrumentation"
-require_relative "logger"
+require_relative "execution"
+require_relative "error_reporter"
+require_relative "../instrumentation"
+require_relative "../logger"
 
 module Jiggler
   # Loaded by `require "jiggler"` in a Rails app. It defines the Active Job adapter (`queue_adapter = :jiggler`), runs
@@ -21,7 +20,7 @@ module Jiggler
     rescue LoadError
       nil # Active Job is not in the bundle: there is no adapter to define
     else
-      require_relative "../active_job/queue_adapters/jiggler_adapter"
+      require_relative "../../active_job/queue_adapters/jiggler_adapter"
     end
 
     initializer "jiggler.middleware" do |app|
@@ -39,7 +38,7 @@ module Jiggler
     # Mission Control - Jobs, when the app has it, reads and acts on jiggler's jobs through the adapter. Checked
     # once every gem is loaded, whatever the order of the Gemfile.
     config.before_initialize do
-      require_relative "rails/mission_control" if defined?(::MissionControl::Jobs::Engine)
+      require_relative "mission_control" if defined?(::MissionControl::Jobs::Engine)
     end
 
     # After each code reload (in development), servers look job classes up again.

@@ -1,0 +1,41 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tsort"
+
+# The parts of lib/ load in one direction: a part is a top-level file of lib/jiggler with the folder of the same name
+# (config.rb and config/), or a folder beside lib/jiggler (active_job/, generators/). A `require_relative` from one
+# part to another is an edge; a cycle of edges would make what loads first depend on who asked first.
+describe "lib's load graph" do
+  lib = File.expand_path("../lib", __dir__)
+  part = lambda do |path|
+    relative = path.delete_prefix("#{lib}/")
+    relative = relative.delete_prefix("jiggler/") unless relative == "jiggler.rb"
+    relative.split("/").first.delete_suffix(".rb")
+  end
+  edges = Hash.new { |hash, key| hash[key] = [] }
+  Dir["#{lib}/**/*.rb"].each do |file|
+    from = part.call(file)
+    edges[from] # every part is a node, required or not
+    File.read(file).scan(/^\s*require_relative\s+"([^"]+)"/).flatten.each do |required|
+      to = part.call(File.expand_path(required.end_with?(".rb") ? required : "#{required}.rb", File.dirname(file)))
+      edges[from] << to unless to == from
+    end
+  end
+  graph = Object.new
+  graph.define_singleton_method(:tsort_each_node) { |&block| edges.each_key(&block) }
+  graph.define_singleton_method(:tsort_each_child) { |node, &block| edges[node].each(&block) }
+  graph.extend(TSort)
+
+  it "has no cycle between parts" do
+    cycles = graph.strongly_connected_components.select { |component| component.size > 1 }
+    described = cycles.map { |cycle| cycle.map { |node| "#{node} -> #{(edges[node] & cycle).join(", ")}" }.join("; ") }
+    assert_empty described, "parts that require each other, directly or through others"
+  end
+
+  it "sees the parts and their edges" do
+    assert_operator edges.size, :>=, 30
+    assert_includes edges["config"], "queue_name"
+    assert_includes edges["jiggler"], "rails"
+  end
+end
