@@ -120,7 +120,7 @@ class FlowCostBench
   # @returns [Hash(String, Array([Float, Float, Float]))] per class: the medians of enqueue, run wall and run CPU µs.
   def measure(store)
     samples = FlowCost::CLASSES.keys.to_h { |label| [label, []] }
-    processor = Jiggler::Server::Processor.new(logger: Jiggler.logger, results: store,
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Jiggler.logger, results: store,
       gate: Jiggler::Server::Gate.new(process: PROCESS, reliable: true, store: -> { store }))
     @rounds.times do |round|
       FlowCost::CLASSES.to_a.rotate(round).each { |label, klass| samples[label] << once(store, processor, klass) }

@@ -206,7 +206,8 @@ module Jiggler
       Jiggler.store.close
       Jiggler.client = nil
       stop_timeout = Jiggler.config[:timeout] + STOP_GRACE + 1
-      supervisor = Server::Supervisor.new(count: count, stop_timeout: stop_timeout)
+      supervisor = Server::Supervisor.new(count: count, stop_timeout: stop_timeout, config: Jiggler.config,
+        logger: Jiggler.logger)
       supervisor.run { |identity| supervised_status(identity) }
     end
 

@@ -56,7 +56,7 @@ StoreTarget.describe_each("releasing Jiggler::UniqueJob's locks") do
   end
 
   it "releases the lock when the job dies, not when it waits for a retry" do
-    processor = Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store)
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(File::NULL), results: store)
     [[1, "j1"], [0, "j2"]].each do |retries, jid|
       store.enqueue_unique("FailingJob:#{jid}", jid, 60, queue: "default", payload: payload)
       job = payload(name: "FailingJob", jid: jid, args: [1], retries: retries, unique: {"lock" => "FailingJob:#{jid}", "until" => "finished"})

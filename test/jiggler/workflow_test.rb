@@ -63,7 +63,7 @@ describe Jiggler::Workflow do
     sum = flow.step(WorkflowTest::Sum, after: parts)
     flow.start
     steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
-    processor = Jiggler::Server::Processor.new(logger: Logger.new(nil), results: store, steps: steps)
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(nil), results: store, steps: steps)
     Sync do
       store.fetch("p1", ["default"], limit: 2).each do |fetched|
         assert_same Jiggler::Server::Processor::COMPLETED, processor.call(fetched)
@@ -85,7 +85,7 @@ describe Jiggler::Workflow do
     flow.on_death(WorkflowTest::Add, 40, 2)
     flow.start
     steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
-    processor = Jiggler::Server::Processor.new(logger: Logger.new(nil), results: store, steps: steps)
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(nil), results: store, steps: steps)
     run = lambda do
       Sync do
         store.fetch("p1", ["default"], limit: 1).map do |fetched|

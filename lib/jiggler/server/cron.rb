@@ -33,7 +33,7 @@ module Jiggler
       # @parameter missed [Symbol] :skip or :run_once.
       # @parameter interval [Numeric] the longest wait between looks, so a changed clock is noticed.
       # @parameter middleware [Middleware::Chain] the client middleware, which every enqueue goes through.
-      def initialize(store:, tasks:, missed:, interval:, logger:, middleware: Jiggler.config.client_middleware)
+      def initialize(store:, tasks:, missed:, interval:, logger:, middleware:)
         @store = store
         @middleware = middleware
         @tasks = tasks.values

@@ -12,7 +12,7 @@ module Jiggler
       # @parameter process [String] this server's id, whose in-flight jobs the gate moves.
       # @parameter reliable [Boolean] whether fetched jobs are held in flight (at-least-once).
       # @parameter store [#call] gives the store to use (the server's, once it started).
-      def initialize(process:, reliable:, store: -> { Jiggler.store })
+      def initialize(process:, reliable:, store:)
         @process = process
         @reliable = reliable
         @store = store

@@ -58,7 +58,7 @@ module Jiggler
       # @parameter iterations [Iterations | Nil] checkpoints and stops iterable jobs; nil: they run to their end.
       # @parameter steps [Steps | Nil] completes workflow steps; nil: a step is acknowledged as any job, and its
       #   dependants never run (a server always gives one).
-      def initialize(logger:, results:, interrupted: -> { true }, alone: ->(_fetched) { true }, config: Jiggler.config,
+      def initialize(logger:, results:, config:, interrupted: -> { true }, alone: ->(_fetched) { true },
         metrics: nil, gate: nil, executions: nil, iterations: nil, steps: nil)
         @logger = logger
         @steps = steps

@@ -18,7 +18,7 @@ module Jiggler
       # @parameter reliable [Boolean] whether fetched jobs are held in flight (at-least-once).
       # @parameter store [#call] gives the store to use.
       # @parameter logger [Logger]
-      def initialize(process:, reliable:, logger:, store: -> { Jiggler.store })
+      def initialize(process:, reliable:, logger:, store:)
         @process = process
         @reliable = reliable
         @store = store

@@ -51,7 +51,7 @@ module Jiggler
       # @parameter config [Config] the settings the children run with: their identities and the
       #   recovery need them.
       # @raises [ArgumentError] when count is not from 1 to `max`.
-      def initialize(count:, stop_timeout:, config: Jiggler.config, logger: Jiggler.logger)
+      def initialize(count:, stop_timeout:, config:, logger:)
         unless count.between?(1, Supervisor.max)
           raise ArgumentError, "count must be from 1 to #{Supervisor.max} (got #{count})"
         end

@@ -108,7 +108,7 @@ describe "an iterable job in the processor" do
   end
   let(:executions) { Jiggler::Server::Executions.new(logger: Logger.new(File::NULL)) }
   let(:processor) do
-    Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: fake, iterations: iterations, executions: executions)
+    Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(File::NULL), results: fake, iterations: iterations, executions: executions)
   end
 
   before do
@@ -157,7 +157,7 @@ describe "an iterable job in the processor" do
       stopping: -> { IterationProcessorTest::SETTINGS[:stop] == true }, logger: Logger.new(File::NULL))
     IterationProcessorTest::SETTINGS[:stop_at] = 5
     outcome = Sync do
-      Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: fake, iterations: unreliable)
+      Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(File::NULL), results: fake, iterations: unreliable)
         .call(Jiggler::Store::Fetched.new(7, "default", payload("IterationProcessorTest::Numbers", [10])))
     end
     assert_equal Jiggler::Server::Processor::WAITING, outcome

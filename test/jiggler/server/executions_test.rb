@@ -46,7 +46,7 @@ describe Jiggler::Server::Executions do
 
   # The shutdown is interrupting: a plain Async::Stop would be the shutdown's.
   let(:processor) do
-    Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store, interrupted: -> { true },
+    Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(File::NULL), results: store, interrupted: -> { true },
       executions: executions)
   end
 

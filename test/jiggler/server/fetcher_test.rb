@@ -123,7 +123,7 @@ module FetcherServing
     end
     Sync do |task|
       suspects = Jiggler::Server::Suspects.new(store: store, process: FetcherTest::PROCESS, reliable: mode == :at_least_once)
-      processor = Jiggler::Server::Processor.new(logger: Jiggler.logger, results: store, alone: suspects.method(:alone?))
+      processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Jiggler.logger, results: store, alone: suspects.method(:alone?))
       workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: processor)
       fetcher = Jiggler::Server::Fetcher.new(store: store, process: FetcherTest::PROCESS, config: Jiggler.config,
         workers: workers, suspects: suspects, logger: Jiggler.logger)

@@ -44,7 +44,7 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
   def pipeline(task, reliable: true, metrics: nil)
     store = Jiggler.store
     gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: reliable, store: -> { store })
-    processor = Jiggler::Server::Processor.new(logger: logger, results: store, gate: gate, metrics: metrics)
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: logger, results: store, gate: gate, metrics: metrics)
     workers = Jiggler::Server::Workers.new(concurrency: 1, processor: processor)
     fetch_store = build_store
     suspects = Jiggler::Server::Suspects.new(store: fetch_store, process: GateTest::PROCESS, reliable: reliable)
@@ -116,7 +116,7 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
     executions = Jiggler::Server::Executions.new(logger: logger)
     executions.requested([Jiggler::Store::CancelRequest.new(jid: "c" * 24, by: "ops", at: Time.now.to_f)])
     gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: true, store: -> { Jiggler.store })
-    processor = Jiggler::Server::Processor.new(logger: logger, results: Jiggler.store, gate: gate, executions: executions)
+    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: logger, results: Jiggler.store, gate: gate, executions: executions)
     hold_slot
     limits = {"concurrency" => {"key" => GateTest::KEY, "limit" => 1, "ttl" => 60}}
     Jiggler.store.push("default", [JSON.dump("jid" => "c" * 24, "name" => GateTest::KEY, "args" => [], "limits" => limits)])

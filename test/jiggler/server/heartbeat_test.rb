@@ -15,7 +15,7 @@ StoreTarget.describe_each("Jiggler::Server::Heartbeat") do
   include LoopTest
 
   let(:identity) { Jiggler::Server::Identity.new(Jiggler.config) }
-  let(:workers) { Jiggler::Server::Workers.new(concurrency: 1, processor: Jiggler::Server::Processor.new(logger: logger, results: nil)) }
+  let(:workers) { Jiggler::Server::Workers.new(concurrency: 1, processor: Jiggler::Server::Processor.new(config: Jiggler.config, logger: logger, results: nil)) }
 
   def heartbeat(store, interval: 0.02, ttl: 1)
     @heartbeat = Jiggler::Server::Heartbeat.new(store: store, identity: identity, workers: workers, interval: interval, ttl: ttl, logger: logger)

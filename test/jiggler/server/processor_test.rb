@@ -64,7 +64,7 @@ end
 describe Jiggler::Server::Processor do
   before { ProcessorTest::RUNS.clear }
 
-  let(:processor) { Jiggler::Server::Processor.new(logger: Logger.new(File::NULL), results: store) }
+  let(:processor) { Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(File::NULL), results: store) }
 
   def payload(name, args, **extra)
     Jiggler::Payload.dump({"jid" => "jid-1", "name" => name, "args" => args, "queue" => "default", "retries" => 3}.merge(extra))

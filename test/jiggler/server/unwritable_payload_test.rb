@@ -21,7 +21,7 @@ describe "a failing job whose payload cannot be written back" do
     log = StringIO.new
     payload = %({"jid":"#{"a" * 24}","name":"UnwritablePayloadJob","args":[1e400],"queue":"default","retries":3})
     fetched = Jiggler::Store::Fetched.new(7, "default", payload)
-    record = Jiggler::Server::Processor.new(logger: Logger.new(log), results: nil).call(fetched)
+    record = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(log), results: nil).call(fetched)
     assert_equal [fetched, :dead], [record.fetched, record.set]
     assert_equal payload, JSON.parse(record.payload)["raw"]
     assert_equal [["a" * 24, "no Infinity"]], told
