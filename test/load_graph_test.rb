@@ -4,8 +4,8 @@ require "test_helper"
 require "tsort"
 
 # The parts of lib/ load in one direction: a part is a top-level file of lib/jiggler with the folder of the same name
-# (config.rb and config/), or a folder beside lib/jiggler (active_job/, generators/). A `require_relative` from one
-# part to another is an edge; a cycle of edges would make what loads first depend on who asked first.
+# (config.rb and config/), or a folder beside lib/jiggler (active_job/, generators/). A `require_relative`, or a
+# `require "jiggler/..."`, from one part to another is an edge; a cycle of edges would make what loads first depend on who asked first.
 describe "lib's load graph" do
   lib = File.expand_path("../lib", __dir__)
   part = lambda do |path|
@@ -17,8 +17,11 @@ describe "lib's load graph" do
   Dir["#{lib}/**/*.rb"].each do |file|
     from = part.call(file)
     edges[from] # every part is a node, required or not
-    File.read(file).scan(/^\s*require_relative\s+"([^"]+)"/).flatten.each do |required|
-      to = part.call(File.expand_path(required.end_with?(".rb") ? required : "#{required}.rb", File.dirname(file)))
+    source = File.read(file)
+    relative = source.scan(/^\s*require_relative\s+"([^"]+)"/).flatten.map { |path| File.expand_path(path, File.dirname(file)) }
+    absolute = source.scan(/^\s*require\s+"(jiggler(?:\/[^"]+)?)"/).flatten.map { |path| File.join(lib, path) }
+    (relative + absolute).each do |required|
+      to = part.call(required.end_with?(".rb") ? required : "#{required}.rb")
       edges[from] << to unless to == from
     end
   end

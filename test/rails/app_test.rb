@@ -215,7 +215,7 @@ describe "Rails (#{Rails.version}, #{RailsApp::STORE} store)" do
       jobs if jobs.size == 2
     end
     failures = retried.map { |job| job.values_at("error_class", "attempt") }
-    assert_equal [["Jiggler::Server::Processor::UnknownJobError", 1]] * 2, failures
+    assert_equal [["Jiggler::UnknownJobError", 1]] * 2, failures
     ghost = retried.find { |job| job["name"] == "GhostJob" }
     assert_match(/unknown Active Job class "GhostJob"/, ghost["error_message"])
     assert_empty dead_jobs.select { |job| jids.include?(job["jid"]) }

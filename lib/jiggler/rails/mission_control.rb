@@ -4,7 +4,7 @@ require "rails"
 # mission_control/jobs uses 1.minute without requiring it.
 require "active_support/core_ext/integer/time"
 require "mission_control/jobs"
-require_relative "../../active_job/queue_adapters/jiggler_adapter"
+require_relative "active_job_adapter"
 require_relative "../set_actions"
 require_relative "mission_control/listing"
 require_relative "mission_control/proxy"

@@ -20,7 +20,7 @@ module Jiggler
     rescue LoadError
       nil # Active Job is not in the bundle: there is no adapter to define
     else
-      require_relative "../../active_job/queue_adapters/jiggler_adapter"
+      require_relative "active_job_adapter"
     end
 
     initializer "jiggler.middleware" do |app|

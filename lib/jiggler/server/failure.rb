@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../error"
 require_relative "../payload"
 require_relative "../job_rules"
 require_relative "../store/failed"
@@ -11,11 +12,6 @@ module Jiggler
     module Failure
       DEFAULT_RETRIES = 25
       DELAY_ATTEMPTS = 100
-
-      # Tags an error saying the job's class is not loaded (a Processor::UnknownJobError for a missing constant): the
-      # job did not start, and a deploy may bring its class, so it is retried with backoff at least DEFAULT_RETRIES
-      # times, whatever its `retries` (an Active Job job's are 0).
-      module UnknownClass; end
 
       module_function
 
@@ -68,7 +64,7 @@ module Jiggler
 
       def retries(job, error)
         retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
-        error.is_a?(UnknownClass) ? [retries, DEFAULT_RETRIES].max : retries
+        error.is_a?(UnknownJobError::NotLoaded) ? [retries, DEFAULT_RETRIES].max : retries
       end
 
       def dead(fetched, job, now)

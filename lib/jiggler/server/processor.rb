@@ -19,9 +19,6 @@ module Jiggler
     # `perform_batch`), performs it, and keeps its result when the class asks for it. Whatever goes wrong becomes a
     # failure record for the retry or dead set; the server itself never stops for a job.
     class Processor
-      # Raised (and recorded on the job) when the payload names a class that is not a loaded Jiggler::Job.
-      class UnknownJobError < Error; end
-
       # Raised (and recorded on the job) when the arguments do not fit `perform`.
       class ArityError < Error; end
 
@@ -336,7 +333,7 @@ module Jiggler
         Object.const_get(name)
       rescue NameError
         error = UnknownJobError.new("unknown job class #{name.inspect}: is it loaded by the -r file?")
-        raise error.extend(Failure::UnknownClass) # retried whatever its retries (see Failure::UnknownClass)
+        raise error.extend(UnknownJobError::NotLoaded) # retried whatever its retries
       end
 
       def arity(method)

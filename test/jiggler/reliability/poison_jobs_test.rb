@@ -55,9 +55,9 @@ StoreTarget.describe_each("poison jobs") do
   it "retries unknown classes and wrong arities a bounded number of times, then kills them with a clear error" do
     server = start_reliable("-c", "1")
     cases = {
-      raw_job("NoSuchJob", [1]) => [26, "Jiggler::Server::Processor::UnknownJobError", /unknown job class "NoSuchJob"/],
-      raw_job("String", [], "retries" => 2) => [3, "Jiggler::Server::Processor::UnknownJobError", /String is not a Jiggler::Job/],
-      raw_job("Reliability", [], "retries" => 1) => [2, "Jiggler::Server::Processor::UnknownJobError", /Reliability is not a Jiggler::Job/],
+      raw_job("NoSuchJob", [1]) => [26, "Jiggler::UnknownJobError", /unknown job class "NoSuchJob"/],
+      raw_job("String", [], "retries" => 2) => [3, "Jiggler::UnknownJobError", /String is not a Jiggler::Job/],
+      raw_job("Reliability", [], "retries" => 1) => [2, "Jiggler::UnknownJobError", /Reliability is not a Jiggler::Job/],
       raw_job("Reliability::RecordJob", [], "retries" => 3) => [4, "Jiggler::Server::Processor::ArityError", /given 0, expected 1/],
       raw_job("Reliability::SleepJob", [1, 2, 3], "retries" => 0) => [1, "Jiggler::Server::Processor::ArityError", /given 3, expected 2/]
     }

@@ -108,7 +108,7 @@ describe Jiggler::Server::Processor do
 
   it "records an unknown class" do
     _, job = run_failing("ProcessorTest::Missing", [])
-    assert_equal "Jiggler::Server::Processor::UnknownJobError", job["error_class"]
+    assert_equal "Jiggler::UnknownJobError", job["error_class"]
     assert_includes job["error_message"], "unknown job class"
   end
 
