@@ -201,31 +201,76 @@ module Bench
 
     # Active Job beside native jobs, in one run, on each store (concurrency 10): the native noop without Rails, then
     # inside bench/rails_app the native noop (adding the Rails executor) and the Active Job noop (adding the adapter's
-    # payload, the wrapper and Active Job's execution). The note gives each step's cost per job, after boot.
+    # payload, the wrapper and Active Job's execution). With Sidekiq selected, the same three on Redis for Sidekiq (its
+    # own Active Job adapter, in the same app), each right after ours of the same kind. First, the floor: Active Job's
+    # execution alone, with no queue (bench/harness/activejob_floor.rb). The notes give each step's cost per job.
     def activejob
       return if ours.empty?
       jobs = @counts[:activejob]
       rails = Processor.new(:rails)
-      plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
+      sidekiq = competitors.find { |processor| processor.kind == :sidekiq }
+      sidekiq_rails = Processor.new(:sidekiq_rails) if sidekiq
+      sidekiq_rails = nil unless sidekiq_rails && available?(sidekiq_rails)
+      @jobs_files[:sidekiq_rails] ||= JobsSource.write(:sidekiq_rails, @work) if sidekiq_rails
+      floor = activejob_floor(jobs)
+      puts format("  Active Job floor: execute %.1f µs/job (CPU %.1f), in the executor %.1f µs/job (CPU %.1f)",
+        floor["execute"]["wall"], floor["execute"]["cpu"], floor["executor"]["wall"], floor["executor"]["cpu"])
       [false, true].each do |sqlite|
-        rows = plan.map { |processor, klass, kind| timed_one(processor, 10, klass, jobs, "[]", sqlite: sqlite, label: kind) }
+        plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
+        if sidekiq_rails && !sqlite
+          peers = [[sidekiq, "BenchNoopJob", "native"], [sidekiq_rails, "BenchNoopJob", "native"], [sidekiq_rails, "BenchNoopActiveJob", "Active Job"]]
+          plan = plan.zip(peers).flatten(1)
+        end
+        rows = plan.map do |processor, klass, kind|
+          timed_one(processor, 10, klass, jobs, "[]", sqlite: sqlite, label: kind).tap do |row|
+            row.kind = [(:rails if processor.rails?), kind] # "vs Sidekiq" compares the rows of one kind
+          end
+        end
         store = sqlite ? "SQLite" : "Redis"
         @report.throughput("activejob", "Active Job: #{Report.count(jobs)} noop jobs enqueued before timing (#{store})", rows,
-          note: activejob_note(rows))
+          note: activejob_note(rows, floor))
       end
     end
 
-    # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x).
-    # The server's CPU time per job (boot included) is given too: on a busy machine it moves less than wall time.
-    def activejob_note(rows)
-      plain, executor, active_job = rows.map { |row| 1e6 / row.run_rate }
-      cpu = rows.map { |row| row.cpu / 100 * row.seconds * 1e6 / row.jobs }
-      ratio = rows[2].run_rate / rows[0].run_rate
-      format("Per job, after boot: native %.1f µs; the Rails app (executor) +%.1f µs; Active Job (adapter, wrapper, " \
-        "execution) +%.1f µs more. Server CPU per job (boot included): %.0f, %.0f, %.0f µs. Active Job %.0f jobs/s vs " \
-        "native %.0f = %.2fx (target >= 0.5x: %s).", plain, executor - plain, active_job - executor, *cpu,
-        rows[2].run_rate, rows[0].run_rate, ratio, (ratio >= 0.5) ? "met" : "NOT met")
+    # Runs bench/harness/activejob_floor.rb in the Rails bundle: µs per job of `ActiveJob::Base.execute` alone and
+    # inside the executor.
+    def activejob_floor(jobs)
+      rails = Processor.new(:rails)
+      env = rails.env({"BENCH_JOBS_FILE" => @jobs_files.fetch(:rails), "BENCH_DIR" => fresh_dir, "REDIS_URL" => @redis.url}.merge(yjit_env))
+      command = [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "activejob_floor.rb"),
+        File.join(Processor::RAILS_APP, "config", "environment.rb"), jobs.to_s]
+      output = IO.popen(env, command, err: [:child, :out], &:read)
+      raise "the Active Job floor failed:\n#{output}" unless $?.success?
+      JSON.parse(output.lines.last)
     end
+
+    # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x), for
+    # ours and for Sidekiq when it ran; ours over Sidekiq for each kind; each Active Job row over the floor.
+    # The server's CPU time per job (boot included) is given too: on a busy machine it moves less than wall time.
+    def activejob_note(rows, floor)
+      mine, sidekiq = rows.partition { |row| row.label.start_with?("Jiggler") }
+      plain, executor, active_job = mine.map { |row| 1e6 / row.run_rate }
+      ratio = mine[2].run_rate / mine[0].run_rate
+      text = format("Per job, after boot: native %.1f µs; the Rails app (executor) +%.1f µs; Active Job (adapter, wrapper, " \
+        "execution) +%.1f µs more. Server CPU per job (boot included): %s µs. Active Job %.0f jobs/s vs " \
+        "native %.0f = %.2fx (target >= 0.5x: %s).", plain, executor - plain, active_job - executor, cpu_per_job(mine),
+        mine[2].run_rate, mine[0].run_rate, ratio, (ratio >= 0.5) ? "met" : "NOT met")
+      if sidekiq.size == 3
+        peer = sidekiq.map { |row| 1e6 / row.run_rate }
+        text += format(" Sidekiq, after boot: native %.1f µs; the Rails app (reloader) +%.1f µs; Active Job (its adapter " \
+          "and wrapper, execution) +%.1f µs more; server CPU per job %s µs. Jiggler over Sidekiq, jobs/s after boot: " \
+          "native %.2fx, Rails app native %.2fx, Active Job %.2fx.", peer[0], peer[1] - peer[0], peer[2] - peer[1],
+          cpu_per_job(sidekiq), *mine.zip(sidekiq).map { |ours, theirs| ours.run_rate / theirs.run_rate })
+      end
+      base = floor["executor"]["wall"]
+      text + format(" Floor (ActiveJob::Base.execute of the same job in a loop, no queue, one process): %.1f µs a job " \
+        "(%.0f jobs/s; CPU %.1f µs), %.1f µs inside the executor (%.0f jobs/s; CPU %.1f µs). Active Job after boot over " \
+        "the floor in the executor: %s.", floor["execute"]["wall"], 1e6 / floor["execute"]["wall"], floor["execute"]["cpu"],
+        base, 1e6 / base, floor["executor"]["cpu"],
+        [mine[2], sidekiq[2]].compact.map { |row| format("%s +%.1f µs (%.2fx the floor's rate)", row.label, 1e6 / row.run_rate - base, row.run_rate * base / 1e6) }.join(", "))
+    end
+
+    def cpu_per_job(rows) = rows.map { |row| format("%.0f", row.cpu / 100 * row.seconds * 1e6 / row.jobs) }.join(", ")
 
     def enqueue
       rows = sidekiq_and_ours.map do |processor|
@@ -364,7 +409,7 @@ module Bench
     # Enqueues `jobs` jobs, then times a server from its spawn to the last job finished.
     def timed_one(processor, concurrency, klass, jobs, args, sqlite: false, label: nil)
       env = sqlite ? sqlite_env : {"REDIS_URL" => @redis.url}
-      env = env.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(:rails)) if processor.rails?
+      env = env.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(processor.kind)) if processor.rails?
       sqlite ? FileUtils.rm_f(Dir["#{env["JIGGLER_SQLITE_PATH"]}*"]) : flush
       FileUtils.rm_f(File.join(@work, "appends.txt"))
       agent(processor, "bulk", klass, jobs, args, env: env) unless processor.bare?
