@@ -8,8 +8,9 @@ module Bench
   class Report
     # One measured row. `ideal` is the HTTP workload's jobs x 0.2 s / concurrency.
     # `booted` is the time from spawn to the first job's start; `rate` counts the boot, `run_rate` does not.
-    # `kind` (nil but in the activejob workload) names the Sidekiq row a row is compared with.
-    Row = Struct.new(:label, :concurrency, :jobs, :seconds, :booted, :start_rss, :finish_rss, :cpu, :ideal, :kind, keyword_init: true) do
+    # `kind` (nil but in the activejob workload) names the Sidekiq row a row is compared with; `run_cpu` is the
+    # server's CPU seconds from the first job's start to the last one's finish.
+    Row = Struct.new(:label, :concurrency, :jobs, :seconds, :booted, :start_rss, :finish_rss, :cpu, :ideal, :kind, :run_cpu, keyword_init: true) do
       def rate = jobs / seconds
 
       def run_rate = jobs / (seconds - booted)

@@ -246,7 +246,8 @@ module Bench
 
     # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x), for
     # ours and for Sidekiq when it ran; ours over Sidekiq for each kind; each Active Job row over the floor.
-    # The server's CPU time per job (boot included) is given too: on a busy machine it moves less than wall time.
+    # The server's CPU time per job (boot included, and after boot) is given too: on a busy machine it moves less than
+    # wall time.
     def activejob_note(rows, floor)
       mine, sidekiq = rows.partition { |row| row.label.start_with?("Jiggler") }
       plain, executor, active_job = mine.map { |row| 1e6 / row.run_rate }
@@ -259,8 +260,10 @@ module Bench
         peer = sidekiq.map { |row| 1e6 / row.run_rate }
         text += format(" Sidekiq, after boot: native %.1f µs; the Rails app (reloader) +%.1f µs; Active Job (its adapter " \
           "and wrapper, execution) +%.1f µs more; server CPU per job %s µs. Jiggler over Sidekiq, jobs/s after boot: " \
-          "native %.2fx, Rails app native %.2fx, Active Job %.2fx.", peer[0], peer[1] - peer[0], peer[2] - peer[1],
-          cpu_per_job(sidekiq), *mine.zip(sidekiq).map { |ours, theirs| ours.run_rate / theirs.run_rate })
+          "native %.2fx, Rails app native %.2fx, Active Job %.2fx; Sidekiq's server CPU per job after boot over ours: " \
+          "%.2fx, %.2fx, %.2fx.", peer[0], peer[1] - peer[0], peer[2] - peer[1], cpu_per_job(sidekiq),
+          *mine.zip(sidekiq).map { |ours, theirs| ours.run_rate / theirs.run_rate },
+          *mine.zip(sidekiq).map { |ours, theirs| theirs.run_cpu / ours.run_cpu })
       end
       base = floor["executor"]["wall"]
       text + format(" Floor (ActiveJob::Base.execute of the same job in a loop, no queue, one process): %.1f µs a job " \
@@ -270,7 +273,10 @@ module Bench
         [mine[2], sidekiq[2]].compact.map { |row| format("%s +%.1f µs (%.2fx the floor's rate)", row.label, 1e6 / row.run_rate - base, row.run_rate * base / 1e6) }.join(", "))
     end
 
-    def cpu_per_job(rows) = rows.map { |row| format("%.0f", row.cpu / 100 * row.seconds * 1e6 / row.jobs) }.join(", ")
+    def cpu_per_job(rows)
+      rows.map { |row| format("%.0f", row.cpu / 100 * row.seconds * 1e6 / row.jobs) }.join(", ") +
+        " (after boot: #{rows.map { |row| format("%.0f", row.run_cpu * 1e6 / row.jobs) }.join(", ")})"
+    end
 
     def enqueue
       rows = sidekiq_and_ours.map do |processor|
@@ -420,7 +426,9 @@ module Bench
         name = [processor.label, label].compact.join(" ") + (sqlite ? " (SQLite)" : "")
         row = Report::Row.new(label: name, concurrency: concurrency, jobs: jobs,
           seconds: finished - measure.spawned, booted: measure.first_job - measure.spawned, start_rss: measure.start_rss, finish_rss: measure.rss)
-        row.cpu = measure.cpu / row.seconds * 100
+        used = measure.cpu
+        row.cpu = used / row.seconds * 100
+        row.run_cpu = used - measure.start_cpu
         puts format("  %-32s c%-5d %8d jobs %8.2f s %9.0f jobs/s", row.label, concurrency, jobs, row.seconds, row.rate)
         row
       ensure
