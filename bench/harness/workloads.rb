@@ -213,8 +213,7 @@ module Bench
       sidekiq_rails = nil unless sidekiq_rails && available?(sidekiq_rails)
       @jobs_files[:sidekiq_rails] ||= JobsSource.write(:sidekiq_rails, @work) if sidekiq_rails
       floor = activejob_floor(jobs)
-      puts format("  Active Job floor: execute %.1f µs/job (CPU %.1f), in the executor %.1f µs/job (CPU %.1f)",
-        floor["execute"]["wall"], floor["execute"]["cpu"], floor["executor"]["wall"], floor["executor"]["cpu"])
+      puts "  Active Job floor, µs/job: " + floor.map { |name, times| format("%s %.1f (CPU %.1f)", name, times["wall"], times["cpu"]) }.join(", ")
       [false, true].each do |sqlite|
         plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
         if sidekiq_rails && !sqlite
@@ -265,12 +264,14 @@ module Bench
           *mine.zip(sidekiq).map { |ours, theirs| ours.run_rate / theirs.run_rate },
           *mine.zip(sidekiq).map { |ours, theirs| theirs.run_cpu / ours.run_cpu })
       end
-      base = floor["executor"]["wall"]
-      text + format(" Floor (ActiveJob::Base.execute of the same job in a loop, no queue, one process): %.1f µs a job " \
-        "(%.0f jobs/s; CPU %.1f µs), %.1f µs inside the executor (%.0f jobs/s; CPU %.1f µs). Active Job after boot over " \
-        "the floor in the executor: %s.", floor["execute"]["wall"], 1e6 / floor["execute"]["wall"], floor["execute"]["cpu"],
-        base, 1e6 / base, floor["executor"]["cpu"],
-        [mine[2], sidekiq[2]].compact.map { |row| format("%s +%.1f µs (%.2fx the floor's rate)", row.label, 1e6 / row.run_rate - base, row.run_rate * base / 1e6) }.join(", "))
+      fresh = floor["fresh"]
+      text + format(" Floor (ActiveJob::Base.execute of the same job in a loop, no queue, one process): %s. Active Job " \
+        "after boot over the floor of a fresh Hash in the executor: %s.",
+        floor.map { |name, times| format("%s %.1f µs a job (%.0f jobs/s; CPU %.1f µs)", name, times["wall"], 1e6 / times["wall"], times["cpu"]) }.join(", "),
+        [mine[2], sidekiq[2]].compact.map do |row|
+          format("%s +%.1f µs (%.2fx the floor's rate), CPU +%.1f µs", row.label, 1e6 / row.run_rate - fresh["wall"],
+            row.run_rate * fresh["wall"] / 1e6, row.run_cpu * 1e6 / row.jobs - fresh["cpu"])
+        end.join("; "))
     end
 
     def cpu_per_job(rows)
