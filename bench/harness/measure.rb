@@ -31,22 +31,23 @@ module Bench
       self
     end
 
-    # Waits for the jobs' marker `name`, sampling RSS when the first job starts.
+    # Waits for the jobs' marker `name`, sampling RSS and CPU time when the first job starts.
     # @returns [Float] the CLOCK_MONOTONIC time the marker holds.
     def wait_for(name, timeout)
       path = File.join(@dir, name)
       deadline = Bench.monotonic + timeout
       until File.exist?(path)
-        @start_rss ||= rss if File.exist?(File.join(@dir, "started"))
+        sample_start if File.exist?(File.join(@dir, "started"))
         check_alive
         raise "#{@processor.label}: timed out after #{timeout} s waiting for #{name}\n#{log_tail}" if Bench.monotonic > deadline
         sleep POLL
       end
-      @start_rss ||= rss
+      sample_start
       Float(File.read(path))
     end
 
-    attr_reader :start_rss
+    # RSS (kB) and CPU time (s) when the first job started (within a poll).
+    attr_reader :start_rss, :start_cpu
 
     # When the first job started (CLOCK_MONOTONIC).
     def first_job = Float(File.read(File.join(@dir, "started")))
@@ -84,6 +85,11 @@ module Bench
     def log_tail = File.exist?(@log) ? File.readlines(@log).last(15).join : "(no log)"
 
     private
+
+    def sample_start
+      @start_rss ||= rss
+      @start_cpu ||= cpu
+    end
 
     # The server process and its children (a supervisor's servers).
     def pids = [@pid] + Dir["/proc/#{@pid}/task/*/children"].flat_map { |path| read(path).split.map(&:to_i) }

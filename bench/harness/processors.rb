@@ -19,7 +19,9 @@ module Bench
       # GoodJob and Solid Queue on Rails 7.2 (Rails 8 needs Ruby 3.2), for the postgres workload (bench/postgres_peers.rb).
       pgpeers: %(gem "rails", "~> 7.2.0"\ngem "pg", "~> 1.5"\ngem "good_job", "~> 4.0"\ngem "solid_queue", "~> 1.0"\n),
       # The Rails 7.2 test bundle plus stackprof, for `--profile --workloads activejob`.
-      profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n)
+      profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n),
+      # The same Rails 7.2 bundle plus Sidekiq 7.x, for Sidekiq's own Active Job adapter in the activejob workload.
+      sidekiq_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "sidekiq", "~> 7.0"\n)
     }.freeze
     # The Rails app the activejob workload's servers load, and its bundle.
     RAILS_APP = File.join(ROOT, "bench", "rails_app")
@@ -29,7 +31,7 @@ module Bench
 
     attr_reader :kind, :mode, :processes
 
-    # @parameter kind [Symbol] :ours, :sidekiq, :jiggler010 or :bare.
+    # @parameter kind [Symbol] :ours, :sidekiq, :jiggler010, :bare, or :rails and :sidekiq_rails (inside bench/rails_app).
     # @parameter mode [String | Nil] jiggler 0.1.0's delivery mode ("at_least_once" or "at_most_once").
     # @parameter processes [Integer | Nil] ours only: `jiggler -p N` (nil: no -p flag, one process).
     def initialize(kind, mode: nil, processes: nil)
@@ -44,27 +46,28 @@ module Bench
       when :bare then "Bare Async loop"
       when :rails then "Jiggler #{OURS_VERSION} (Rails app)"
       when :sidekiq then "Sidekiq #{gem_version("sidekiq")}"
+      when :sidekiq_rails then "Sidekiq #{gem_version("sidekiq")} (Rails app)"
       else "Jiggler 0.1.0 #{@mode.tr("_", "-")}"
       end
     end
 
     def ours? = @kind == :ours
 
-    # Ours inside bench/rails_app, on the Rails 7.2 bundle (the activejob workload).
-    def rails? = @kind == :rails
+    # Ours (:rails) or Sidekiq (:sidekiq_rails) inside bench/rails_app, on the Rails 7.2 bundle (the activejob workload).
+    def rails? = @kind == :rails || @kind == :sidekiq_rails
 
     def bare? = @kind == :bare
 
     # Whether the isolated bundle is installed (no network: `bundle check` only reads the lockfile and gems).
     def installed?
-      return true if ours? || bare? || rails?
+      return true if ours? || bare? || @kind == :rails
       File.exist?(lockfile) && system(bundle_env, "bundle", "check", out: File::NULL, err: File::NULL)
     end
 
     # Installs the isolated bundle.
     # @returns [Boolean] success.
     def install(log)
-      return true if ours? || bare? || rails?
+      return true if ours? || bare? || @kind == :rails
       self.class.install_bundle(bundle_key, log)
     end
 
@@ -90,6 +93,7 @@ module Bench
       when :bare then [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "bare_loop.rb"), jobs_file, concurrency.to_s]
       when :rails then [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", RAILS_APP, "-c", concurrency.to_s]
       when :sidekiq then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", jobs_file, "-c", concurrency.to_s, "-q", "default"]
+      when :sidekiq_rails then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", RAILS_APP, "-c", concurrency.to_s, "-q", "default"]
       else [RbConfig.ruby, "-rbundler/setup", executable("jiggler", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s]
       end
     end
@@ -103,14 +107,16 @@ module Bench
 
     def bundle_env
       return {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")} if ours? || bare?
-      return {"BUNDLE_GEMFILE" => RAILS_GEMFILE, "RAILS_ENV" => "production"} if rails?
+      return {"BUNDLE_GEMFILE" => RAILS_GEMFILE, "RAILS_ENV" => "production"} if @kind == :rails
+      # bench/rails_app reads BENCH_QUEUE_ADAPTER: Sidekiq's adapter instead of ours.
+      return self.class.bundle_env_for(:sidekiq_rails).merge("RAILS_ENV" => "production", "BENCH_QUEUE_ADAPTER" => "sidekiq") if @kind == :sidekiq_rails
       self.class.bundle_env_for(bundle_key)
     end
 
     def self.bundle_env_for(key)
       dir = File.join(BUNDLES, key.to_s)
-      # The Rails bundle's gems are installed already: only stackprof is added (no private copy of Rails to build).
-      return {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")} if key == :profile_rails
+      # The Rails bundle's gems are installed already: only stackprof or Sidekiq is added (no private copy of Rails to build).
+      return {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")} if key == :profile_rails || key == :sidekiq_rails
       {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "BUNDLE_PATH" => File.join(dir, "gems"), "BUNDLE_APP_CONFIG" => File.join(dir, ".bundle")}
     end
 

@@ -8,7 +8,9 @@ module Bench
   class Report
     # One measured row. `ideal` is the HTTP workload's jobs x 0.2 s / concurrency.
     # `booted` is the time from spawn to the first job's start; `rate` counts the boot, `run_rate` does not.
-    Row = Struct.new(:label, :concurrency, :jobs, :seconds, :booted, :start_rss, :finish_rss, :cpu, :ideal, keyword_init: true) do
+    # `kind` (nil but in the activejob workload) names the Sidekiq row a row is compared with; `run_cpu` is the
+    # server's CPU seconds from the first job's start to the last one's finish.
+    Row = Struct.new(:label, :concurrency, :jobs, :seconds, :booted, :start_rss, :finish_rss, :cpu, :ideal, :kind, :run_cpu, keyword_init: true) do
       def rate = jobs / seconds
 
       def run_rate = jobs / (seconds - booted)
@@ -65,10 +67,11 @@ module Bench
         ratio(row, sidekiq)]
     end
 
-    # The row's jobs/s over Sidekiq's at the same concurrency, or over Sidekiq's best when it did not run at that one.
+    # The row's jobs/s over Sidekiq's at the same concurrency (and of the same kind), or over Sidekiq's best when it did
+    # not run at that one.
     def ratio(row, sidekiq)
       return "" if sidekiq.empty? || row.label.start_with?("Sidekiq")
-      same = sidekiq.find { |other| other.concurrency == row.concurrency }
+      same = sidekiq.find { |other| other.concurrency == row.concurrency && other.kind == row.kind }
       base = same || sidekiq.max_by(&:rate)
       format("%.2fx%s", row.rate / base.rate, same ? "" : " (vs c#{base.concurrency})")
     end

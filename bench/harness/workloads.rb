@@ -201,30 +201,82 @@ module Bench
 
     # Active Job beside native jobs, in one run, on each store (concurrency 10): the native noop without Rails, then
     # inside bench/rails_app the native noop (adding the Rails executor) and the Active Job noop (adding the adapter's
-    # payload, the wrapper and Active Job's execution). The note gives each step's cost per job, after boot.
+    # payload, the wrapper and Active Job's execution). With Sidekiq selected, the same three on Redis for Sidekiq (its
+    # own Active Job adapter, in the same app), each right after ours of the same kind. First, the floor: Active Job's
+    # execution alone, with no queue (bench/harness/activejob_floor.rb). The notes give each step's cost per job.
     def activejob
       return if ours.empty?
       jobs = @counts[:activejob]
       rails = Processor.new(:rails)
-      plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
+      sidekiq = competitors.find { |processor| processor.kind == :sidekiq }
+      sidekiq_rails = Processor.new(:sidekiq_rails) if sidekiq
+      sidekiq_rails = nil unless sidekiq_rails && available?(sidekiq_rails)
+      @jobs_files[:sidekiq_rails] ||= JobsSource.write(:sidekiq_rails, @work) if sidekiq_rails
+      floor = activejob_floor(jobs)
+      puts "  Active Job floor, µs/job: " + floor.map { |name, times| format("%s %.1f (CPU %.1f)", name, times["wall"], times["cpu"]) }.join(", ")
       [false, true].each do |sqlite|
-        rows = plan.map { |processor, klass, kind| timed_one(processor, 10, klass, jobs, "[]", sqlite: sqlite, label: kind) }
+        plan = [[ours.first, "BenchNoopJob", "native"], [rails, "BenchNoopJob", "native"], [rails, "BenchNoopActiveJob", "Active Job"]]
+        if sidekiq_rails && !sqlite
+          peers = [[sidekiq, "BenchNoopJob", "native"], [sidekiq_rails, "BenchNoopJob", "native"], [sidekiq_rails, "BenchNoopActiveJob", "Active Job"]]
+          plan = plan.zip(peers).flatten(1)
+        end
+        rows = plan.map do |processor, klass, kind|
+          timed_one(processor, 10, klass, jobs, "[]", sqlite: sqlite, label: kind).tap do |row|
+            row.kind = [(:rails if processor.rails?), kind] # "vs Sidekiq" compares the rows of one kind
+          end
+        end
         store = sqlite ? "SQLite" : "Redis"
         @report.throughput("activejob", "Active Job: #{Report.count(jobs)} noop jobs enqueued before timing (#{store})", rows,
-          note: activejob_note(rows))
+          note: activejob_note(rows, floor))
       end
     end
 
-    # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x).
-    # The server's CPU time per job (boot included) is given too: on a busy machine it moves less than wall time.
-    def activejob_note(rows)
-      plain, executor, active_job = rows.map { |row| 1e6 / row.run_rate }
-      cpu = rows.map { |row| row.cpu / 100 * row.seconds * 1e6 / row.jobs }
-      ratio = rows[2].run_rate / rows[0].run_rate
-      format("Per job, after boot: native %.1f µs; the Rails app (executor) +%.1f µs; Active Job (adapter, wrapper, " \
-        "execution) +%.1f µs more. Server CPU per job (boot included): %.0f, %.0f, %.0f µs. Active Job %.0f jobs/s vs " \
-        "native %.0f = %.2fx (target >= 0.5x: %s).", plain, executor - plain, active_job - executor, *cpu,
-        rows[2].run_rate, rows[0].run_rate, ratio, (ratio >= 0.5) ? "met" : "NOT met")
+    # Runs bench/harness/activejob_floor.rb in the Rails bundle: µs per job of `ActiveJob::Base.execute` alone and
+    # inside the executor.
+    def activejob_floor(jobs)
+      rails = Processor.new(:rails)
+      env = rails.env({"BENCH_JOBS_FILE" => @jobs_files.fetch(:rails), "BENCH_DIR" => fresh_dir, "REDIS_URL" => @redis.url}.merge(yjit_env))
+      command = [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "activejob_floor.rb"),
+        File.join(Processor::RAILS_APP, "config", "environment.rb"), jobs.to_s]
+      output = IO.popen(env, command, err: [:child, :out], &:read)
+      raise "the Active Job floor failed:\n#{output}" unless $?.success?
+      JSON.parse(output.lines.last)
+    end
+
+    # Microseconds per job of the executor and of Active Job, and Active Job's rate over native (target >= 0.5x), for
+    # ours and for Sidekiq when it ran; ours over Sidekiq for each kind; each Active Job row over the floor.
+    # The server's CPU time per job (boot included, and after boot) is given too: on a busy machine it moves less than
+    # wall time.
+    def activejob_note(rows, floor)
+      mine, sidekiq = rows.partition { |row| row.label.start_with?("Jiggler") }
+      plain, executor, active_job = mine.map { |row| 1e6 / row.run_rate }
+      ratio = mine[2].run_rate / mine[0].run_rate
+      text = format("Per job, after boot: native %.1f µs; the Rails app (executor) +%.1f µs; Active Job (adapter, wrapper, " \
+        "execution) +%.1f µs more. Server CPU per job (boot included): %s µs. Active Job %.0f jobs/s vs " \
+        "native %.0f = %.2fx (target >= 0.5x: %s).", plain, executor - plain, active_job - executor, cpu_per_job(mine),
+        mine[2].run_rate, mine[0].run_rate, ratio, (ratio >= 0.5) ? "met" : "NOT met")
+      if sidekiq.size == 3
+        peer = sidekiq.map { |row| 1e6 / row.run_rate }
+        text += format(" Sidekiq, after boot: native %.1f µs; the Rails app (reloader) +%.1f µs; Active Job (its adapter " \
+          "and wrapper, execution) +%.1f µs more; server CPU per job %s µs. Jiggler over Sidekiq, jobs/s after boot: " \
+          "native %.2fx, Rails app native %.2fx, Active Job %.2fx; Sidekiq's server CPU per job after boot over ours: " \
+          "%.2fx, %.2fx, %.2fx.", peer[0], peer[1] - peer[0], peer[2] - peer[1], cpu_per_job(sidekiq),
+          *mine.zip(sidekiq).map { |ours, theirs| ours.run_rate / theirs.run_rate },
+          *mine.zip(sidekiq).map { |ours, theirs| theirs.run_cpu / ours.run_cpu })
+      end
+      fresh = floor["fresh"]
+      text + format(" Floor (ActiveJob::Base.execute of the same job in a loop, no queue, one process): %s. Active Job " \
+        "after boot over the floor of a fresh Hash in the executor: %s.",
+        floor.map { |name, times| format("%s %.1f µs a job (%.0f jobs/s; CPU %.1f µs)", name, times["wall"], 1e6 / times["wall"], times["cpu"]) }.join(", "),
+        [mine[2], sidekiq[2]].compact.map do |row|
+          format("%s +%.1f µs (%.2fx the floor's rate), CPU +%.1f µs", row.label, 1e6 / row.run_rate - fresh["wall"],
+            row.run_rate * fresh["wall"] / 1e6, row.run_cpu * 1e6 / row.jobs - fresh["cpu"])
+        end.join("; "))
+    end
+
+    def cpu_per_job(rows)
+      rows.map { |row| format("%.0f", row.cpu / 100 * row.seconds * 1e6 / row.jobs) }.join(", ") +
+        " (after boot: #{rows.map { |row| format("%.0f", row.run_cpu * 1e6 / row.jobs) }.join(", ")})"
     end
 
     def enqueue
@@ -364,7 +416,7 @@ module Bench
     # Enqueues `jobs` jobs, then times a server from its spawn to the last job finished.
     def timed_one(processor, concurrency, klass, jobs, args, sqlite: false, label: nil)
       env = sqlite ? sqlite_env : {"REDIS_URL" => @redis.url}
-      env = env.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(:rails)) if processor.rails?
+      env = env.merge("BENCH_JOBS_FILE" => @jobs_files.fetch(processor.kind)) if processor.rails?
       sqlite ? FileUtils.rm_f(Dir["#{env["JIGGLER_SQLITE_PATH"]}*"]) : flush
       FileUtils.rm_f(File.join(@work, "appends.txt"))
       agent(processor, "bulk", klass, jobs, args, env: env) unless processor.bare?
@@ -375,7 +427,9 @@ module Bench
         name = [processor.label, label].compact.join(" ") + (sqlite ? " (SQLite)" : "")
         row = Report::Row.new(label: name, concurrency: concurrency, jobs: jobs,
           seconds: finished - measure.spawned, booted: measure.first_job - measure.spawned, start_rss: measure.start_rss, finish_rss: measure.rss)
-        row.cpu = measure.cpu / row.seconds * 100
+        used = measure.cpu
+        row.cpu = used / row.seconds * 100
+        row.run_cpu = used - measure.start_cpu
         puts format("  %-32s c%-5d %8d jobs %8.2f s %9.0f jobs/s", row.label, concurrency, jobs, row.seconds, row.rate)
         row
       ensure

@@ -1,11 +1,15 @@
 # frozen_string_literal: true
 
-# The smallest Rails app for bin/bench's activejob workload: Active Job on jiggler, no database, eager-loaded, the
-# executor around every job as in any Rails app. BENCH_JOBS_FILE is the harness's jobs file (BenchDone, BenchNoopJob).
+# The smallest Rails app for bin/bench's activejob workload: Active Job on jiggler (or on Sidekiq with
+# BENCH_QUEUE_ADAPTER=sidekiq), no database, eager-loaded, the executor around every job as in any Rails app.
+# BENCH_JOBS_FILE is the harness's jobs file (BenchDone, BenchNoopJob).
 require "rails"
 require "active_job/railtie"
 require "action_controller/railtie" # eager loading loads Rails::HealthController
-require "jiggler"
+
+BENCH_QUEUE_ADAPTER = ENV.fetch("BENCH_QUEUE_ADAPTER", "jiggler")
+raise "BENCH_QUEUE_ADAPTER is jiggler or sidekiq, not #{BENCH_QUEUE_ADAPTER.inspect}" unless %w[jiggler sidekiq].include?(BENCH_QUEUE_ADAPTER)
+require BENCH_QUEUE_ADAPTER # "jiggler" or "sidekiq": each loads its railtie, and Sidekiq its own Active Job adapter
 
 module BenchApp
   class Application < Rails::Application
@@ -16,7 +20,8 @@ module BenchApp
     config.secret_key_base = "b" * 64
     config.logger = ActiveSupport::Logger.new($stdout, level: :warn)
     config.log_level = :warn
-    config.active_job.queue_adapter = :jiggler
-    config.active_support.isolation_level = :fiber
+    config.active_job.queue_adapter = BENCH_QUEUE_ADAPTER.to_sym
+    # Each as its docs set it: jiggler runs jobs on fibers (and checks this), Sidekiq on threads (Rails' default).
+    config.active_support.isolation_level = (BENCH_QUEUE_ADAPTER == "jiggler") ? :fiber : :thread
   end
 end
