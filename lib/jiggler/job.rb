@@ -58,6 +58,15 @@ module Jiggler
     #   JSON-native); empty for a job that waited for nothing.
     def dependency_results = @workflow_step ? @workflow_step.call : {}
 
+    # Set by the server for a workflow's on_complete callback: reads the states of its group's steps.
+    attr_writer :workflow_members
+
+    # What became of the steps an on_complete callback waited for (Workflow::Group#on_complete), read from the store
+    # when asked: "done", "dead" (died, not done since), "blocked" (waits for a dead step), or, for a dead step
+    # retried since, "released"; nested groups' on_complete callbacks included.
+    # @returns [Hash(String, String)] each step's jid => its state; empty for a job that is no on_complete callback.
+    def workflow_outcome = @workflow_members ? @workflow_members.call : {}
+
     # Whether the job should stop: it was cancelled (Jiggler.cancel), or its timeout has passed. A job is stopped at
     # its next I/O anyway; a job that computes without I/O checks this in its loop and returns (or raises).
     # @returns [Boolean]

@@ -9,18 +9,22 @@ require_relative "workflow/group"
 module Jiggler
   # Jobs with dependencies: a step runs once every step it waits for (`after:`) has succeeded, and may read their
   # return values (Job#dependency_results). Groups gather steps, nest, and take an `on_success` callback: a step
-  # that waits for every step of its group. The whole graph is written in one atomic store step by `start`.
+  # that waits for every step of its group to succeed, and an `on_complete` callback: a job that waits for every step
+  # of its group to end, succeeded or not. The whole graph is written in one atomic store step by `start`.
   #
   #   flow = Jiggler::Workflow.new
   #   parts = [1, 2, 3].map { |n| flow.step(FetchPart, n) }      # fan-out
   #   merged = flow.step(MergeParts, after: parts)                # fan-in
-  #   flow.on_success(Notify, "all done")                         # after every step
+  #   flow.on_success(Notify, "all done")                         # after every step succeeded
+  #   flow.on_complete(Report)                                    # after every step ended, succeeded or not
   #   flow.start
   #
   # A step's completion is one atomic store step with its acknowledgement, idempotent by jid: a step performed
   # twice (its process killed after it returned) counts once, so each dependant, callbacks included, is queued
   # once. A step that fails is retried as any job; its dependants wait for it, and a dead step holds them until
-  # it is retried from the dead set and succeeds (or the workflow is left unfinished).
+  # it is retried from the dead set and succeeds (or the workflow is left unfinished). A step's death ends it and,
+  # in the same atomic store step, every step that waits for it, directly or not (they are blocked): the on_complete
+  # callbacks of their groups count them as ended, once, whatever happens to them later.
   class Workflow
     # Raised for a graph that cannot run: a cycle, an unknown dependency, a class that is not a job.
     class InvalidError < Error; end
@@ -49,6 +53,9 @@ module Jiggler
     # The workflow's callback, after every step (see Group#on_success). @returns [String] its jid.
     def on_success(klass, *args) = @root.on_success(klass, *args)
 
+    # The workflow's completion callback, after every step ended (see Group#on_complete). @returns [String] its jid.
+    def on_complete(klass, *args) = @root.on_complete(klass, *args)
+
     # A job enqueued once, when the first step of the workflow dies (goes to the dead set, its retries spent). It is
     # not a step: no step waits for it, and it does not run if no step dies.
     # @returns [String] the callback job's jid.
@@ -72,9 +79,11 @@ module Jiggler
       client = @client || Jiggler.client
       dependants = Hash.new { |hash, jid| hash[jid] = [] }
       @steps.each_value { |step| step[:after].each { |dep| dependants[dep] << step[:jid] } }
+      callbacks = completion_callbacks
       now = Time.now.to_f
       rows = @steps.each_value.map do |step|
-        [step[:jid], step[:queue], payload(client, step, now), step[:after].size, dependants.fetch(step[:jid], [])]
+        waiting = step[:members] ? step[:members].size : step[:after].size
+        [step[:jid], step[:queue], payload(client, step, now), waiting, dependants.fetch(step[:jid], []), callbacks.fetch(step[:jid], [])]
       end
       death = @on_death && [@on_death[:queue], payload(client, @on_death, now, member: false)]
       client.store.create_workflow(@id, rows, on_death: death)
@@ -91,13 +100,37 @@ module Jiggler
       raise InvalidError, "workflow #{@id} was already started" if @started
       check_class!(klass)
       Payload.check_args!(klass.name, args)
-      after.each { |dep| raise InvalidError, "unknown dependency #{dep.inspect} for a step of #{klass}" unless @steps.key?(dep) }
+      after.each do |dep|
+        raise InvalidError, "unknown dependency #{dep.inspect} for a step of #{klass}" unless @steps.key?(dep)
+        raise InvalidError, "a step cannot wait for an on_complete callback (#{dep})" if @steps[dep][:group]
+      end
       jid = SecureRandom.hex(12)
       @steps[jid] = {jid: jid, klass: klass, args: args, after: after.uniq, queue: klass.job_options[:queue]}
       jid
     end
 
+    # Records a group's on_complete callback (Group#on_complete calls this): a step waiting for no step to succeed,
+    # released once every member of its group ended. @returns [String] its jid.
+    def add_completion(klass, args, group)
+      jid = add(klass, args, [])
+      @steps[jid][:group] = group
+      jid
+    end
+
     private
+
+    # The on_complete callbacks each step counts for (read at start, when every group is complete); each callback
+    # notes its members, for its payload and its count.
+    # @returns [Hash(String, Array(String))] jid => callbacks' jids.
+    def completion_callbacks
+      callbacks = Hash.new { |hash, jid| hash[jid] = [] }
+      @steps.each_value do |step|
+        next unless step[:group]
+        step[:members] = step[:group].members
+        step[:members].each { |member| callbacks[member] << step[:jid] }
+      end
+      callbacks
+    end
 
     def check_class!(klass)
       unless klass.is_a?(Class) && klass.include?(Job) && klass.name
@@ -109,11 +142,13 @@ module Jiggler
     end
 
     # A step's payload; the on_death callback's (`member: false`) names no workflow, so it is acknowledged as any job.
+    # An on_complete callback's names its group's members, whose states Job#workflow_outcome reads.
     def payload(client, step, now, member: true)
       job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
       job["jid"] = step[:jid]
       job["workflow"] = @id if member
       job["after"] = step[:after] unless step[:after].empty?
+      job["members"] = step[:members] if step[:members]
       job["enqueued_at"] = now
       Payload.dump(job)
     end

@@ -33,6 +33,15 @@ module WorkflowTest
     def perform = FLAKY_FAILURES.shift ? raise("not yet") : 1
   end
 
+  OUTCOMES = []
+
+  # An on_complete callback: records what became of its group's steps.
+  class Report
+    include Jiggler::Job
+
+    def perform(label) = OUTCOMES << [label, workflow_outcome]
+  end
+
   class Items
     include Jiggler::Job
 
@@ -43,7 +52,22 @@ module WorkflowTest
 end
 
 describe Jiggler::Workflow do
-  before { WorkflowTest::RUNS.clear }
+  before { [WorkflowTest::RUNS, WorkflowTest::OUTCOMES].each(&:clear) }
+
+  # Performs what the queue holds until it is empty, as a server would; a failure goes to the dead set (retries: 0).
+  def run_all(processor)
+    Sync do
+      until (taken = store.fetch("p1", ["default"], limit: 1)).empty?
+        outcome = processor.call(taken.first)
+        store.fail("p1", [outcome], reliable: true, dead_cutoff: 0.0, dead_max: 100) if outcome.is_a?(Jiggler::Store::Failed)
+      end
+    end
+  end
+
+  def processor
+    steps = Jiggler::Server::Steps.new(process: "p1", reliable: true, logger: Logger.new(nil), store: -> { store })
+    Jiggler::Server::Processor.new(config: Jiggler.config, logger: Logger.new(nil), results: store, steps: steps)
+  end
 
   it "writes the steps without dependencies to their queues and holds the others" do
     flow = Jiggler::Workflow.new
@@ -96,7 +120,7 @@ describe Jiggler::Workflow do
       end
     end
     assert_predicate run.call.first, :dead?
-    assert_equal({flaky => "released", sum => "waiting"}, store.workflow_steps(flow.id), "the dependant waits")
+    assert_equal({flaky => "dead", sum => "blocked"}, store.workflow_steps(flow.id), "the dependant waits, blocked")
     death = store.queue_entries("default").map { |payload| JSON.parse(payload) }
     assert_equal [["WorkflowTest::Add", [40, 2], nil]], death.map { |job| job.values_at("name", "args", "workflow") },
       "the on_death callback, a job outside the workflow"
@@ -124,6 +148,57 @@ describe Jiggler::Workflow do
     assert_equal 1, steps[inner_callback][:after].size
     assert_equal group.jids.sort, steps[after_group][:after].sort
     assert_equal (steps.keys - [last]).sort, steps[last][:after].sort
+  end
+
+  it "runs on_complete once every step ended, telling it which died and which they blocked" do
+    WorkflowTest::FLAKY_FAILURES.replace([true])
+    flow = Jiggler::Workflow.new
+    fine = flow.step(WorkflowTest::Add, 1, 2)
+    flaky = flow.step(WorkflowTest::Flaky)
+    blocked = flow.step(WorkflowTest::Sum, after: flaky)
+    success = flow.on_success(WorkflowTest::Sum)
+    complete = flow.on_complete(WorkflowTest::Report, "workflow")
+    flow.start
+    run_all(processor)
+    outcome = {fine => "done", flaky => "dead", blocked => "blocked", success => "blocked"}
+    assert_equal [["workflow", outcome]], WorkflowTest::OUTCOMES
+    assert_empty WorkflowTest::RUNS, "neither the blocked step nor on_success ran"
+    assert_equal outcome.merge(complete => "done"), store.workflow_steps(flow.id)
+  end
+
+  it "runs on_complete after on_success when every step succeeded, the inner group's before the outer's" do
+    flow = Jiggler::Workflow.new
+    inner_complete = nil
+    group = flow.group do |inner|
+      inner.step(WorkflowTest::Add, 1, 2)
+      inner_complete = inner.on_complete(WorkflowTest::Report, "inner")
+    end
+    flow.on_complete(WorkflowTest::Report, "outer")
+    success = flow.on_success(WorkflowTest::Sum)
+    flow.start
+    run_all(processor)
+    assert_equal [3], WorkflowTest::RUNS, "on_success, given the group's result"
+    step = group.jids.first
+    expected = [["inner", {step => "done"}], ["outer", {step => "done", success => "done", inner_complete => "done"}]]
+    assert_equal expected, WorkflowTest::OUTCOMES
+  end
+
+  it "closes a group with on_complete, which no step can wait for" do
+    flow = Jiggler::Workflow.new
+    step = flow.step(WorkflowTest::Add, 1, 2)
+    complete = flow.on_complete(WorkflowTest::Report, "done")
+    assert_match(/on_complete/, assert_raises(Jiggler::Workflow::InvalidError) { flow.step(WorkflowTest::Add, 1, 2) }.message)
+    assert_match(/already has its on_complete/, assert_raises(Jiggler::Workflow::InvalidError) { flow.on_complete(WorkflowTest::Report, "again") }.message)
+    other = Jiggler::Workflow.new
+    assert_match(/on_complete needs steps/, assert_raises(Jiggler::Workflow::InvalidError) { other.on_complete(WorkflowTest::Report, "x") }.message)
+    success = flow.on_success(WorkflowTest::Sum)
+    assert_equal [step], flow.steps[success][:after]
+    assert_equal [], flow.steps[complete][:after]
+    nested = Jiggler::Workflow.new
+    inner_complete = nil
+    nested.group { |inner| inner_complete = inner.on_complete(WorkflowTest::Report, "inner") if inner.step(WorkflowTest::Add, 1, 2) }
+    error = assert_raises(Jiggler::Workflow::InvalidError) { nested.step(WorkflowTest::Sum, after: inner_complete) }
+    assert_match(/cannot wait for an on_complete callback/, error.message)
   end
 
   it "refuses a graph that cannot run, with a clear error" do

@@ -70,6 +70,67 @@ module StoreContract
         assert_equal [c.last], subject.queue_entries("default")
       end
 
+      it "releases an on_complete callback once every member ended, after the on_success callback it waits for" do
+        a, b, success, finish = step_jobs(4)
+        subject.create_workflow("wf-1", [step(a, 0, [success], callbacks: [finish]), step(b, 0, [success], callbacks: [finish]),
+          step(success, 2, [], callbacks: [finish]), step(finish, 3, [])])
+        first, second = fetch(limit: 2)
+        assert complete(first, a.first)
+        assert complete(second, b.first)
+        assert_equal [success.last], subject.queue_entries("default")
+        assert_equal "waiting", subject.workflow_steps("wf-1")[finish.first]
+        assert complete(fetch(limit: 1).first, success.first)
+        assert_equal [finish.last], subject.queue_entries("default")
+        members = ["done", [success.first, finish.first]]
+        expected = {a.first => members, b.first => members, success.first => ["done", [finish.first]], finish.first => ["released", []]}
+        assert_equal expected, subject.workflow_graph("wf-1"), "edges to the on_complete callback after the dependants"
+      end
+
+      it "ends a dead step's dependants with it (blocked), releasing the on_complete callback once" do
+        a, b, c, d, finish = step_jobs(5)
+        members = {callbacks: [finish]}
+        subject.create_workflow("wf-1", [step(a, 0, [b], **members), step(b, 1, [c], **members), step(c, 1, [], **members),
+          step(d, 0, [], **members), step(finish, 4, [])])
+        first, second = fetch(limit: 2)
+        assert subject.step_died("wf-1", a.first)
+        assert_equal({a.first => "dead", b.first => "blocked", c.first => "blocked", d.first => "released", finish.first => "waiting"},
+          subject.workflow_steps("wf-1"))
+        assert complete(second, d.first)
+        assert_equal [finish.last], subject.queue_entries("default"), "d ended the last member"
+        refute subject.step_died("wf-1", a.first), "the same step dying again (retried from the dead set)"
+        assert complete(first, a.first), "retried from the dead set, it succeeds"
+        assert_equal [finish.last, b.last], subject.queue_entries("default"), "b released, the callback not again"
+        assert_equal "released", subject.workflow_steps("wf-1")[b.first]
+        assert complete(fetch(limit: 2).last, b.first)
+        assert_equal [c.last], subject.queue_entries("default")
+      end
+
+      it "releases nested groups' on_complete callbacks, the outer one after the inner" do
+        x, y, z, inner, outer = step_jobs(5)
+        subject.create_workflow("wf-1", [step(x, 0, [y], callbacks: [inner, outer]), step(y, 1, [], callbacks: [inner, outer]),
+          step(z, 0, [], callbacks: [outer]), step(inner, 2, [], callbacks: [outer]), step(outer, 4, [])])
+        x_run, z_run = fetch(limit: 2)
+        subject.step_died("wf-1", x.first)
+        assert_equal [inner.last], subject.queue_entries("default"), "x died, y blocked: the inner group ended"
+        assert complete(z_run, z.first)
+        assert complete(fetch(limit: 1).first, inner.first)
+        assert_equal [outer.last], subject.queue_entries("default")
+        assert_equal "dead", subject.workflow_steps("wf-1")[x.first]
+        assert_equal x.last, x_run.payload
+      end
+
+      it "releases an on_complete callback once when its last member is completed twice" do
+        a, finish = step_jobs(2)
+        subject.create_workflow("wf-1", [step(a, 0, [], callbacks: [finish]), step(finish, 1, [])])
+        first = fetch(limit: 1).first
+        assert complete(first, a.first)
+        refute complete(first, a.first)
+        refute subject.step_died("wf-1", a.first), "a step done does not die"
+        subject.push("default", [a.last])
+        refute complete(fetch(limit: 2).find { |fetched| fetched.payload == a.last }, a.first)
+        assert_equal [finish.last], subject.in_flight(PROCESS).map(&:payload) + subject.queue_entries("default")
+      end
+
       it "completes a step taken at most once (reliable: false)" do
         a, c = step_jobs(2)
         subject.create_workflow("wf-1", [step(a, 0, [c]), step(c, 1, [])])
@@ -110,8 +171,10 @@ module StoreContract
     end
   end
 
-  # A row of create_workflow.
-  def step((jid, payload), waiting, dependants) = [jid, "default", payload, waiting, dependants.map { |dep| dep.is_a?(Array) ? dep.first : dep }]
+  # A row of create_workflow; `callbacks`: the on_complete callbacks waiting for the step to end.
+  def step((jid, payload), waiting, dependants, callbacks: [])
+    [jid, "default", payload, waiting, dependants.map { |dep| dep.is_a?(Array) ? dep.first : dep }, callbacks.map(&:first)]
+  end
 
   def complete(fetched, jid, result: nil, reliable: true, workflow: "wf-1")
     subject.complete_step(PROCESS, fetched, workflow: workflow, jid: jid, result: result, reliable: reliable, retention: 60)

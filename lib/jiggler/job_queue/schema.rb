@@ -8,7 +8,7 @@ module Jiggler
     module Schema
       # Marks a file as jiggler's ("JIGL"), in SQLite's application_id header field.
       APPLICATION_ID = 0x4a49474c
-      VERSION = 10
+      VERSION = 11
 
       MIGRATIONS = {
         1 => <<~SQL,
@@ -125,8 +125,15 @@ module Jiggler
           CREATE INDEX workflows_by_expiry ON workflows (expires_at) WHERE expires_at IS NOT NULL;
         SQL
         # Jiggler.status finds a step waiting for its dependencies by its jid alone (the key is workflow, jid).
-        10 => <<~SQL
+        10 => <<~SQL,
           CREATE INDEX workflow_steps_waiting ON workflow_steps (jid) WHERE waiting > 0;
+        SQL
+        # Workflows' on_complete callbacks: per step, the callbacks that wait for it to end (jids joined by ","),
+        # whether it ended (done, dead or blocked by a dead dependency) and whether it died.
+        11 => <<~SQL
+          ALTER TABLE workflow_steps ADD COLUMN callbacks TEXT NOT NULL DEFAULT '';
+          ALTER TABLE workflow_steps ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE workflow_steps ADD COLUMN dead INTEGER NOT NULL DEFAULT 0;
         SQL
       }.freeze
 

@@ -40,13 +40,27 @@ module Jiggler
         end
       end
 
-      # Records that a step died (to the dead set): the workflow's first death enqueues its on_death callback. If the
+      # Records that a step died (to the dead set): it ends with the steps it blocks, which may release on_complete
+      # callbacks, and the workflow's first death enqueues its on_death callback. If the
       # store fails, the death goes unrecorded (logged): the step is in the dead set all the same.
       # @parameter job [Hash] the step's payload.
       def died(job)
-        @store.call.step_died(job["workflow"].to_s, job["jid"].to_s)
-      rescue Store::ConnectionError => error
-        @logger.error("#{job["name"]} jid=#{job["jid"]}: the death of a workflow step could not be recorded: #{error.message}")
+        attempt = 0
+        begin
+          @store.call.step_died(job["workflow"].to_s, job["jid"].to_s)
+        rescue Store::ConnectionError => error
+          # Tried again (a death is recorded once however often): unrecorded, it leaves on_complete callbacks waiting.
+          retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
+          @logger.error("#{job["name"]} jid=#{job["jid"]}: the death of a workflow step could not be recorded: #{error.message}")
+        end
+      end
+
+      # The states of the steps an on_complete callback waited for.
+      # @parameter job [Hash] the callback's payload.
+      # @returns [Hash(String, String)] jid => state (Store::StepState); nil for a step the store no longer holds.
+      def outcome(job)
+        states = @store.call.workflow_steps(job["workflow"].to_s)
+        job["members"].to_h { |jid| [jid, states[jid]] }
       end
 
       # The results of the steps a step waited for.

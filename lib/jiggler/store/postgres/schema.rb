@@ -13,7 +13,7 @@ module Jiggler
       # whatever else the table holds, and `fetch` is one function call: one round trip, one short
       # transaction.
       module Schema
-        VERSION = 7
+        VERSION = 8
 
         TABLES = <<~SQL
           CREATE TABLE IF NOT EXISTS @.jobs (id bigserial PRIMARY KEY, state text NOT NULL,
@@ -60,6 +60,9 @@ module Jiggler
           CREATE INDEX IF NOT EXISTS workflow_steps_waiting ON @.workflow_steps (jid) WHERE waiting > 0;
           CREATE TABLE IF NOT EXISTS @.workflows (id text PRIMARY KEY, steps_left integer NOT NULL,
             expires_at float8, died boolean NOT NULL DEFAULT false, death_queue text, death_payload bytea);
+          ALTER TABLE @.workflow_steps ADD COLUMN IF NOT EXISTS callbacks text[] NOT NULL DEFAULT '{}',
+            ADD COLUMN IF NOT EXISTS ended boolean NOT NULL DEFAULT false,
+            ADD COLUMN IF NOT EXISTS dead boolean NOT NULL DEFAULT false;
         SQL
 
         # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find
@@ -197,7 +200,8 @@ module Jiggler
 
         # Completes a workflow step with its acknowledgement, once per jid (Workflows#complete_step), in one call:
         # under the workflow's transaction advisory lock, the delivery leaves flight (counted as processed), the step
-        # is marked done with its result, and each dependant whose last dependency it was becomes a queued job.
+        # is marked done with its result and ends (unless it ended before: died, or blocked by a dead dependency),
+        # and each dependant or on_complete callback whose last dependency or member it was becomes a queued job.
         # Returns whether this call completed the step.
         WORKFLOW_STEP = <<~SQL
           CREATE OR REPLACE FUNCTION @.complete_step(process text, handle bigint, reliable boolean, wf text,
@@ -207,6 +211,7 @@ module Jiggler
             acked integer := 0;
             completed boolean;
             deps text[];
+            callbacks text[];
             released bigint;
           BEGIN
             PERFORM pg_advisory_xact_lock(hashtextextended(lock_name, 0));
@@ -224,6 +229,10 @@ module Jiggler
             IF NOT completed THEN
               RETURN false;
             END IF;
+            -- Its end counts for its on_complete callbacks, once: a dead step retried and done had ended at its death.
+            UPDATE @.workflow_steps s SET ended = true
+              WHERE s.workflow = wf AND s.jid = step AND NOT s.ended RETURNING s.callbacks INTO callbacks;
+            deps := deps || coalesce(callbacks, '{}');
             WITH ready AS (UPDATE @.workflow_steps s SET waiting = s.waiting - 1
                 WHERE s.workflow = wf AND s.jid = ANY(deps) AND s.waiting > 0
                 RETURNING s.jid, s.waiting, s.queue, s.payload),
@@ -243,6 +252,56 @@ module Jiggler
           END $$;
         SQL
 
+        # Records a workflow step's death (Workflows#step_died), in one call under the workflow's transaction advisory
+        # lock: the step ends, and so does each step that waits for it, directly or not (blocked); each on_complete
+        # callback whose last member they were becomes a queued job. The workflow's first death queues its on_death
+        # callback, if any. A step the workflow does not hold, or one done, changes nothing. Returns whether this was
+        # the workflow's first death.
+        WORKFLOW_DEATH = <<~SQL
+          CREATE OR REPLACE FUNCTION @.step_died(wf text, step text, now_at float8, channel text, lock_name text)
+          RETURNS boolean LANGUAGE plpgsql AS $$
+          DECLARE
+            released bigint;
+            first_death boolean;
+            death_q text;
+            death_p bytea;
+          BEGIN
+            PERFORM pg_advisory_xact_lock(hashtextextended(lock_name, 0));
+            UPDATE @.workflow_steps s SET dead = true WHERE s.workflow = wf AND s.jid = step AND NOT s.done;
+            IF NOT FOUND THEN
+              RETURN false;
+            END IF;
+            -- A step ended before had its dependants ended with it: the walk stops there. A callback is never a
+            -- dependant, so the two updates touch different rows.
+            WITH RECURSIVE reach(jid) AS (SELECT step
+                UNION SELECT unnest(s.dependants) FROM @.workflow_steps s JOIN reach r ON s.workflow = wf AND s.jid = r.jid
+                  WHERE r.jid = step OR NOT s.ended),
+              ended AS (UPDATE @.workflow_steps s SET ended = true FROM reach r
+                WHERE s.workflow = wf AND s.jid = r.jid AND NOT s.ended RETURNING s.callbacks),
+              members AS (SELECT c.jid, count(*)::integer AS n FROM ended e, unnest(e.callbacks) AS c(jid) GROUP BY c.jid),
+              ready AS (UPDATE @.workflow_steps s SET waiting = s.waiting - m.n FROM members m
+                WHERE s.workflow = wf AND s.jid = m.jid AND s.waiting > 0 RETURNING s.jid, s.waiting, s.queue, s.payload),
+              queued AS (INSERT INTO @.jobs (state, queue, run_at, payload)
+                SELECT 'queued', r.queue, now_at, r.payload FROM ready r WHERE r.waiting = 0 ORDER BY r.jid
+                RETURNING 1)
+            SELECT count(*) INTO released FROM queued;
+            IF released > 0 THEN
+              -- The payloads now live in the jobs' rows (a step whose count is zero holds none but these).
+              UPDATE @.workflow_steps s SET payload = NULL
+                WHERE s.workflow = wf AND s.waiting = 0 AND s.payload IS NOT NULL;
+              PERFORM pg_notify(channel, 'queues');
+            END IF;
+            UPDATE @.workflows w SET died = true WHERE w.id = wf AND NOT w.died
+              RETURNING w.death_queue, w.death_payload INTO death_q, death_p;
+            first_death := FOUND;
+            IF death_p IS NOT NULL THEN
+              INSERT INTO @.jobs (state, queue, run_at, payload) VALUES ('queued', death_q, now_at, death_p);
+              PERFORM pg_notify(channel, 'queues');
+            END IF;
+            RETURN first_death;
+          END $$;
+        SQL
+
         module_function
 
         # Makes the tables unless they exist at this version.
@@ -255,7 +314,7 @@ module Jiggler
               db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
               next if current?(db) # made meanwhile by another process
               db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP].each { |sql| db.run(sql) }
+              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP, WORKFLOW_DEATH].each { |sql| db.run(sql) }
               db.query("DELETE FROM @.schema_version")
               db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
             end

@@ -5,20 +5,24 @@ require_relative "../step_state"
 module Jiggler
   module Store
     class Postgres
-      # Workflows in PostgreSQL: a row per step in `workflow_steps` (its dependants, whether it is done, its result,
-      # and while it waits, its count of dependencies left and its payload) and a row per workflow in `workflows`.
+      # Workflows in PostgreSQL: a row per step in `workflow_steps` (its dependants and on_complete callbacks, whether
+      # it is done, ended or dead, its result, and while it waits, its count of dependencies left and its payload) and
+      # a row per workflow in `workflows`.
       # A waiting step is not a job row yet: its release inserts one, queued, in the transaction that completes its
       # last dependency. Completions of one workflow take its transaction advisory lock, so two steps finishing at
       # once decrement their shared dependants one after the other, never in a deadlock.
       module Workflows
-        STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants) " \
-          "SELECT $1, j, q, w, p, string_to_array(d, ',') FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[]) AS r(j, q, w, p, d)"
+        STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks) " \
+          "SELECT $1, j, q, w, p, string_to_array(d, ','), string_to_array(c, ',') " \
+          "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[], $7::text[]) AS r(j, q, w, p, d, c)"
         COMPLETE = "SELECT @.complete_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        private_constant :STEPS, :COMPLETE
+        DIED = "SELECT @.step_died($1, $2, $3, $4, $5)"
+        private_constant :STEPS, :COMPLETE, :DIED
 
         # Writes a workflow in one transaction; steps without dependencies go to their queues.
-        # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
-        #   dependencies and the jids of the steps that wait for it.
+        # @parameter steps [Array([String, String, String, Integer, Array(String), Array(String)])] jid, queue, payload,
+        #   number of dependencies (of members, for an on_complete callback), the jids of the steps that wait for it
+        #   and of the on_complete callbacks that wait for it to end.
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
@@ -26,11 +30,11 @@ module Jiggler
             @db.query("INSERT INTO @.workflows (id, steps_left, death_queue, death_payload) VALUES ($1, $2, $3, $4)",
               [id, steps.size, on_death&.first, @db.bytes(on_death&.last)])
             steps.each_slice(CHUNK) do |slice|
-              jids, queues, payloads, waiting, dependants = slice.transpose
+              jids, queues, payloads, waiting, dependants, callbacks = slice.transpose
               held = payloads.zip(waiting).map { |payload, count| @db.bytes(payload) unless count.zero? }
-              @db.query(STEPS, [id, jids, queues, waiting, held, dependants.map { |list| list.join(",") }])
+              @db.query(STEPS, [id, jids, queues, waiting, held, dependants.map { |list| list.join(",") }, callbacks.map { |list| list.join(",") }])
             end
-            roots = steps.select { |*, count, _| count.zero? }
+            roots = steps.select { |_, _, _, count| count.zero? }
             insert("queued", roots.map { |_, queue, payload, *| [queue, now, payload] })
             announce("queues") if roots.any?
           end
@@ -48,22 +52,12 @@ module Jiggler
           end
         end
 
-        # Records a step's death, once per workflow: the first pushes the workflow's on_death callback, if any; a step
-        # the workflow does not hold, or one already done, changes nothing. The update of the workflow's row is the
-        # claim: a second death waits for the first's row lock, then finds `died` set.
+        # Records a step's death: one call of the schema's `step_died` function (Schema::WORKFLOW_DEATH), under the
+        # workflow's lock as a completion: the step ends with the steps it blocks, releasing the on_complete callbacks
+        # whose last member they were; the workflow's first death pushes its on_death callback, if any.
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
-          write do
-            next false unless @db.value("SELECT done FROM @.workflow_steps WHERE workflow = $1 AND jid = $2", [workflow, jid]) == false
-            row = @db.query("UPDATE @.workflows SET died = true WHERE id = $1 AND NOT died RETURNING death_queue, death_payload", [workflow]).first
-            next false unless row
-            queue, payload = row
-            if payload
-              insert("queued", [[queue, Time.now.to_f, payload]])
-              announce("queues")
-            end
-            true
-          end
+          with { @db.value(DIED, [workflow, jid, Time.now.to_f, @channel, "#{@channel}:workflow:#{workflow}"]) }
         end
 
         # @returns [Hash(String, String | Nil)] jid => result JSON (nil for a step that returned nil or is not done).
@@ -72,15 +66,19 @@ module Jiggler
           jids.to_h { |jid| [jid, found[jid]] }
         end
 
-        # @returns [Hash(String, String)] jid => "waiting", "released" or "done"; empty for an unknown workflow.
+        # @returns [Hash(String, String)] jid => state (StepState); empty for an unknown workflow.
         def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
 
-        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids], for the dashboard's graph.
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' and on_complete callbacks' jids],
+        #   for the dashboard's graph.
         def workflow_graph(workflow)
           rows = with do
-            @db.query("SELECT jid, done, waiting, array_to_string(dependants, ',') FROM @.workflow_steps WHERE workflow = $1", [workflow])
+            @db.query("SELECT jid, done, waiting, dead, array_to_string(dependants, ','), array_to_string(callbacks, ',') " \
+              "FROM @.workflow_steps WHERE workflow = $1", [workflow])
           end
-          rows.to_h { |jid, done, waiting, dependants| [jid, [StepState.of(done, waiting.positive?), dependants.split(",")]] }
+          StepState.graph(rows.to_h do |jid, done, waiting, dead, dependants, callbacks|
+            [jid, [StepState.of(done, waiting.positive?, dead), dependants.split(","), callbacks.split(",")]]
+          end)
         end
 
         # Deletes every workflow, then what the other roles hold.

@@ -11,18 +11,21 @@ module Jiggler
       # on one key (workflow.lua writes it, step.lua completes a step with its acknowledgement).
       module Workflows
         WORKFLOW = Script.new("workflow")
-        STEP = Script.new("step")
-        DIED = Script.new("died")
+        STEP = Script.new("step", parts: ["steps"])
+        DIED = Script.new("died", parts: ["steps"])
         private_constant :WORKFLOW, :STEP, :DIED
 
         # Writes a workflow in one atomic step; steps without dependencies go to their queues.
         # @parameter id [String]
-        # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
-        #   dependencies and the jids of the steps that wait for it.
+        # @parameter steps [Array([String, String, String, Integer, Array(String), Array(String)])] jid, queue, payload,
+        #   number of dependencies (of members, for an on_complete callback), the jids of the steps that wait for it
+        #   and of the on_complete callbacks that wait for it to end.
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
           argv = [@keys.wake, @keys.queue(""), steps.size.to_s, id, Time.now.to_f.to_s, *(on_death || ["", ""])]
-          steps.each { |jid, queue, payload, waiting, dependants| argv.push(jid, queue, payload, waiting.to_s, dependants.join(",")) }
+          steps.each do |jid, queue, payload, waiting, dependants, callbacks|
+            argv.push(jid, queue, payload, waiting.to_s, dependants.join(","), callbacks.join(","))
+          end
           with { |redis| WORKFLOW.call(redis, [@keys.workflow(id), @keys.queues, @keys.workflows], argv) }
           nil
         end
@@ -42,7 +45,8 @@ module Jiggler
           with { |redis| STEP.call(redis, keys, argv) } == 1
         end
 
-        # Records a step's death (see died.lua): the workflow's first pushes its on_death callback.
+        # Records a step's death (see died.lua): it ends with the steps it blocks, releasing the on_complete callbacks
+        # whose last member they were; the workflow's first death pushes its on_death callback.
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
           keys = [@keys.workflow(workflow), @keys.queues]
@@ -57,17 +61,20 @@ module Jiggler
           jids.zip(values).to_h
         end
 
-        # Each step's state: "waiting" (for dependencies), "released" (queued, running or retrying) or "done".
+        # Each step's state: "waiting" (for dependencies), "blocked", "released" (queued, running or retrying), "dead" or
+        # "done" (StepState).
         # @returns [Hash(String, String)] jid => state; empty for an unknown or expired workflow.
         def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
 
         # Each step's state and the steps that wait for it, for the dashboard's graph.
-        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids].
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' and on_complete callbacks' jids].
         def workflow_graph(workflow)
           fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
-          fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
-            [jid, [StepState.of(fields.key?("done:#{jid}"), fields.key?("n:#{jid}")), fields.fetch("d:#{jid}", "").split(",")]]
+          steps = fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
+            state = StepState.of(fields.key?("done:#{jid}"), fields.key?("n:#{jid}"), fields.key?("dead:#{jid}"))
+            [jid, [state, fields.fetch("d:#{jid}", "").split(","), fields.fetch("c:#{jid}", "").split(",")]]
           end
+          StepState.graph(steps)
         end
 
         # Deletes every workflow's state, then what the other roles hold.

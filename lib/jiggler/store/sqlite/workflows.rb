@@ -5,15 +5,16 @@ require_relative "../step_state"
 module Jiggler
   module Store
     class SQLite
-      # Workflows in SQLite: a row per step in `workflow_steps` (its dependants, whether it is done, its result, and
-      # while it waits, its count of dependencies left and its payload) and a row per workflow in `workflows` (steps
-      # not done, when it finished). A step waiting for its dependencies is not a job row yet: its release inserts
-      # one, queued, in the transaction that completes its last dependency.
+      # Workflows in SQLite: a row per step in `workflow_steps` (its dependants and on_complete callbacks, whether it
+      # is done, ended or dead, its result, and while it waits, its count of dependencies left and its payload) and a
+      # row per workflow in `workflows` (steps not done, when it finished). A step waiting for its dependencies is not
+      # a job row yet: its release inserts one, queued, in the transaction that completes its last dependency.
       module Workflows
         # Writes a workflow in one transaction; steps without dependencies go to their queues.
         # @parameter id [String]
-        # @parameter steps [Array([String, String, String, Integer, Array(String)])] jid, queue, payload, number of
-        #   dependencies and the jids of the steps that wait for it.
+        # @parameter steps [Array([String, String, String, Integer, Array(String), Array(String)])] jid, queue, payload,
+        #   number of dependencies (of members, for an on_complete callback), the jids of the steps that wait for it
+        #   and of the on_complete callbacks that wait for it to end.
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
@@ -21,11 +22,13 @@ module Jiggler
             db = queue_db.db
             db.execute("INSERT INTO workflows (id, steps_left, death_queue, death_payload) VALUES (?, ?, ?, ?)", [id, steps.size, *on_death])
             steps.each_slice(CHUNK) do |slice|
-              db.execute("INSERT INTO workflow_steps (workflow, jid, queue, waiting, payload, dependants) VALUES " \
-                "#{(["(?, ?, ?, ?, ?, ?)"] * slice.size).join(", ")}",
-                slice.flat_map { |jid, queue, payload, waiting, dependants| [id, jid, queue, waiting, (payload unless waiting.zero?), dependants.join(",")] })
+              db.execute("INSERT INTO workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks) VALUES " \
+                "#{(["(?, ?, ?, ?, ?, ?, ?)"] * slice.size).join(", ")}",
+                slice.flat_map do |jid, queue, payload, waiting, dependants, callbacks|
+                  [id, jid, queue, waiting, (payload unless waiting.zero?), dependants.join(","), callbacks.join(",")]
+                end)
             end
-            roots = steps.select { |*, waiting, _| waiting.zero? }
+            roots = steps.select { |_, _, _, waiting| waiting.zero? }
             insert(queue_db, "queued", roots.map { |_, queue, payload, *| [queue, now, payload] }, "enqueued")
             count(db, "pushes", roots.size) if roots.any?
           end
@@ -33,8 +36,8 @@ module Jiggler
         end
 
         # Completes a step with its acknowledgement, once per jid, in one transaction: the delivery leaves flight
-        # (done, counted as processed), the step is marked done with its result, and each dependant whose last
-        # dependency it was becomes a queued job.
+        # (done, counted as processed), the step is marked done with its result and ends (unless it ended before),
+        # and each dependant or on_complete callback whose last dependency or member it was becomes a queued job.
         # @returns [Boolean] true when this call completed the step; false when it was done before.
         def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
           now = Time.now.to_f
@@ -44,26 +47,29 @@ module Jiggler
             db.execute("UPDATE workflow_steps SET done = 1, result = ? WHERE workflow = ? AND jid = ? AND done = 0", [result, workflow, jid])
             completed = db.changes == 1
             count(db, "processed", reliable ? acked : 1) if acked == 1 || (completed && !reliable)
-            release_dependants(queue_db, workflow, jid, now, retention) if completed
+            if completed
+              end_steps(queue_db, workflow, [jid], now)
+              release_dependants(queue_db, workflow, jid, now, retention)
+            end
             completed
           end
         end
 
-        # Records a step's death, once per workflow: the first pushes the workflow's on_death callback, if any; a step
-        # the workflow does not hold, or one already done, changes nothing.
+        # Records a step's death in one transaction: it ends, and so does each step that waits for it, directly or
+        # not (blocked), releasing the on_complete callbacks whose last member they were; the workflow's first death
+        # pushes its on_death callback, if any. A step the workflow does not hold, or one already done, changes nothing.
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
           write do |queue_db|
             db = queue_db.db
             next false unless db.get_first_value("SELECT done FROM workflow_steps WHERE workflow = ? AND jid = ?", [workflow, jid]) == 0
-            row = db.execute("UPDATE workflows SET died = 1 WHERE id = ? AND died = 0 RETURNING death_queue, death_payload", [workflow]).first
-            next false unless row
-            queue, payload = row
-            if payload
-              insert(queue_db, "queued", [[queue, Time.now.to_f, payload]], "enqueued")
-              count(db, "pushes", 1)
-            end
-            true
+            db.execute("UPDATE workflow_steps SET dead = 1 WHERE workflow = ? AND jid = ?", [workflow, jid])
+            now = Time.now.to_f
+            end_steps(queue_db, workflow, [jid], now)
+            # A step ended before had its dependants ended with it: the walk stops there.
+            front = [jid]
+            front = end_steps(queue_db, workflow, dependants_of(db, workflow, front), now) until front.empty?
+            first_death(queue_db, workflow, now)
           end
         end
 
@@ -77,13 +83,18 @@ module Jiggler
           end
         end
 
-        # @returns [Hash(String, String)] jid => "waiting", "released" or "done"; empty for an unknown workflow.
+        # @returns [Hash(String, String)] jid => state (StepState); empty for an unknown workflow.
         def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
 
-        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' jids], for the dashboard's graph.
+        # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' and on_complete callbacks' jids],
+        #   for the dashboard's graph.
         def workflow_graph(workflow)
-          rows = with { |db| db.execute("SELECT jid, done, waiting, dependants FROM workflow_steps WHERE workflow = ?", [workflow]) }
-          rows.to_h { |jid, done, waiting, dependants| [jid, [StepState.of(done == 1, waiting.positive?), dependants.split(",")]] }
+          rows = with do |db|
+            db.execute("SELECT jid, done, waiting, dead, dependants, callbacks FROM workflow_steps WHERE workflow = ?", [workflow])
+          end
+          StepState.graph(rows.to_h do |jid, done, waiting, dead, dependants, callbacks|
+            [jid, [StepState.of(done == 1, waiting.positive?, dead == 1), dependants.split(","), callbacks.split(",")]]
+          end)
         end
 
         # Deletes every workflow, then what the other roles hold.
@@ -115,18 +126,60 @@ module Jiggler
             db.execute("UPDATE workflow_steps SET waiting = waiting - 1 WHERE workflow = ? " \
               "AND jid IN (#{(["?"] * slice.size).join(", ")}) AND waiting > 0 RETURNING jid, waiting, queue, payload", [workflow, *slice])
           end
-          released = ready.select { |_, waiting, *| waiting.zero? }
-          unless released.empty?
-            insert(queue_db, "queued", released.map { |_, _, queue, payload| [queue, now, payload] }, "enqueued")
-            count(db, "pushes", released.size)
-            # The payload now lives in the job's row.
-            released.each_slice(CHUNK) do |slice|
-              db.execute("UPDATE workflow_steps SET payload = NULL WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")})",
-                [workflow, *slice.map(&:first)])
-            end
-          end
+          queue_released(queue_db, workflow, ready, now)
           db.execute("UPDATE workflows SET steps_left = steps_left - 1, expires_at = CASE WHEN steps_left = 1 THEN ? END WHERE id = ?",
             [now + retention, workflow])
+        end
+
+        # Queues each step whose count reached zero, of the [jid, waiting, queue, payload] rows of a decrement.
+        def queue_released(queue_db, workflow, rows, now)
+          released = rows.select { |_, waiting, *| waiting.zero? }
+          return if released.empty?
+          insert(queue_db, "queued", released.map { |_, _, queue, payload| [queue, now, payload] }, "enqueued")
+          count(queue_db.db, "pushes", released.size)
+          # The payload now lives in the job's row.
+          released.each_slice(CHUNK) do |slice|
+            queue_db.db.execute("UPDATE workflow_steps SET payload = NULL WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")})",
+              [workflow, *slice.map(&:first)])
+          end
+        end
+
+        # Ends steps (done, dead or blocked), each once: the on_complete callbacks counting them have as many members
+        # less to wait for, and those left with none are queued.
+        # @returns [Array(String)] the jids this call ended (not those that had ended before).
+        def end_steps(queue_db, workflow, jids, now)
+          db = queue_db.db
+          ended = jids.each_slice(CHUNK).flat_map do |slice|
+            db.execute("UPDATE workflow_steps SET ended = 1 WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")}) " \
+              "AND ended = 0 RETURNING jid, callbacks", [workflow, *slice])
+          end
+          ready = ended.flat_map { |_, callbacks| callbacks.split(",") }.tally.flat_map do |callback, members|
+            db.execute("UPDATE workflow_steps SET waiting = waiting - ? WHERE workflow = ? AND jid = ? AND waiting > 0 " \
+              "RETURNING jid, waiting, queue, payload", [members, workflow, callback])
+          end
+          queue_released(queue_db, workflow, ready, now)
+          ended.map(&:first)
+        end
+
+        # @returns [Array(String)] the steps that wait for any of `jids`.
+        def dependants_of(db, workflow, jids)
+          jids.each_slice(CHUNK).flat_map do |slice|
+            db.execute("SELECT dependants FROM workflow_steps WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")})",
+              [workflow, *slice]).flat_map { |(dependants)| dependants.split(",") }
+          end.uniq
+        end
+
+        # Records the workflow's first death, pushing its on_death callback, if any.
+        # @returns [Boolean] true for the first death.
+        def first_death(queue_db, workflow, now)
+          row = queue_db.db.execute("UPDATE workflows SET died = 1 WHERE id = ? AND died = 0 RETURNING death_queue, death_payload", [workflow]).first
+          return false unless row
+          queue, payload = row
+          if payload
+            insert(queue_db, "queued", [[queue, now, payload]], "enqueued")
+            count(queue_db.db, "pushes", 1)
+          end
+          true
         end
       end
     end

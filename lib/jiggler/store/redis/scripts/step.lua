@@ -1,6 +1,8 @@
 -- Completes a workflow step, with its acknowledgement, once per jid: the step leaves flight (counted as processed,
 -- as fetch's acknowledgement counts it), is marked done with its result, and each dependant whose last dependency
--- this was goes to its queue's tail. A step completed before (a second delivery) changes nothing but its flight.
+-- this was goes to its queue's tail; unless it ended before (died, or blocked by a dead dependency), its end counts
+-- for its on_complete callbacks, each going to its queue's tail once its last member ended. A step completed before
+-- (a second delivery) changes nothing but its flight.
 -- KEYS[1] the workflow's hash, KEYS[2] in-flight hash, KEYS[3] processed counter, KEYS[4] set of queue names,
 -- KEYS[5] index of workflows
 -- ARGV[1] in-flight field ("" when not held in flight), ARGV[2] jid, ARGV[3] result JSON or "", ARGV[4] wake
@@ -20,18 +22,11 @@ if redis.call("HEXISTS", KEYS[1], "q:" .. ARGV[2]) == 1 and redis.call("HSETNX",
   if ARGV[3] ~= "" then
     redis.call("HSET", KEYS[1], "r:" .. ARGV[2], ARGV[3])
   end
+  end_step(KEYS[1], ARGV[2], KEYS[4], ARGV[5], ARGV[4])
   local dependants = redis.call("HGET", KEYS[1], "d:" .. ARGV[2])
   if dependants then
     for jid in string.gmatch(dependants, "[^,]+") do
-      if redis.call("HINCRBY", KEYS[1], "n:" .. jid, -1) == 0 then
-        local queue = redis.call("HGET", KEYS[1], "q:" .. jid)
-        local payload = redis.call("HGET", KEYS[1], "p:" .. jid)
-        redis.call("HDEL", KEYS[1], "n:" .. jid, "p:" .. jid)
-        redis.call("SADD", KEYS[4], queue)
-        if redis.call("LPUSH", ARGV[5] .. queue, payload) == 1 then
-          redis.call("PUBLISH", ARGV[4], queue)
-        end
-      end
+      release_step(KEYS[1], jid, KEYS[4], ARGV[5], ARGV[4])
     end
   end
   if redis.call("HINCRBY", KEYS[1], "left", -1) == 0 then
