@@ -12,7 +12,8 @@ module BrowserWorkflowTest
   end
 end
 
-# The workflow page in headless Chromium: a graph of 1,000 steps, half way through, drawn within the page's CSP.
+# The workflow page in headless Chromium: a graph of 1,001 steps, half way through, one dead, drawn within the page's
+# CSP.
 describe "workflow page in a browser" do
   include BrowserSession
   include WebSession
@@ -26,26 +27,33 @@ describe "workflow page in a browser" do
       group.step(BrowserWorkflowTest::Step, 2, after: merge)
       group.on_success(BrowserWorkflowTest::Step, 3)
     end
+    complete = flow.on_complete(BrowserWorkflowTest::Step, 4)
     flow.start
-    # The root and 400 leaves complete, as a server would complete them.
+    # The root and 400 leaves complete, as a server would complete them; one more leaf dies, blocking what follows.
     store.fetch("browser-test", ["default"], limit: 1).each do |fetched|
       store.complete_step("browser-test", fetched, workflow: flow.id, jid: root, result: nil, reliable: true, retention: 60)
     end
-    store.fetch("browser-test", ["default"], limit: 400).each do |fetched|
+    *completed, dying = store.fetch("browser-test", ["default"], limit: 401)
+    completed.each do |fetched|
       jid = JSON.parse(fetched.payload)["jid"]
       store.complete_step("browser-test", fetched, workflow: flow.id, jid: jid, result: nil, reliable: true, retention: 60)
     end
+    store.step_died(flow.id, JSON.parse(dying.payload)["jid"])
     visit("/workflows/#{flow.id}")
     wait_in_browser("the graph") { page.at_css("svg.workflow") }
     states = page.evaluate("Array.from(document.querySelectorAll('.wf-node[data-step]')).map(n => n.dataset.step + '=' + n.dataset.state)")
     assert_includes states, "#{root}=done"
-    assert_includes states, "#{merge}=waiting"
+    assert_includes states, "#{merge}=blocked"
+    assert_includes states, "#{complete}=waiting"
     assert_equal "996 steps", text(".wf-node:not([data-step]) text")
     assert_equal "done 401", text(".wf-legend.wf-done")
-    assert_equal "released 596", text(".wf-legend.wf-released")
+    assert_equal "released 595", text(".wf-legend.wf-released")
+    assert_equal "dead 1", text(".wf-legend.wf-dead")
+    assert_equal "blocked 3", text(".wf-legend.wf-blocked")
     edges = page.evaluate("document.querySelectorAll('line.wf-edge').length")
-    assert_equal 4, edges, "root to the leaves, the leaves to the merge, the merge to the group's step, that step to its callback"
-    assert_equal "596 released · 400 done", text(".wf-node:not([data-step]) .wf-counts")
+    assert_equal 9, edges, "root to the leaves, the leaves to the merge, the merge to the group's step, that step to its " \
+      "callback, and each of those five to the on_complete callback"
+    assert_equal "595 released · 400 done · 1 dead", text(".wf-node:not([data-step]) .wf-counts")
     fill = page.evaluate("getComputedStyle(document.querySelector('.wf-done rect')).fill")
     refute_equal "rgb(0, 0, 0)", fill, "the stylesheet colors each state (the CSP lets it load)"
     screenshot("workflow")

@@ -11,7 +11,9 @@ module Jiggler
       NODE_WIDTH = 170
       NODE_HEIGHT = 26
       ROW_HEIGHT = 36
-      STATES = %w[waiting released done].freeze
+      # Store::StepState's states; a column's node takes the state most of its steps are in, the later one on a tie
+      # (a dead or blocked step is the one to see).
+      STATES = %w[waiting released done blocked dead].freeze
 
       # One drawn node: a step (`jid`), or a column's steps together (`jid` nil).
       Node = Struct.new(:id, :column, :row, :jid, :counts) do

@@ -30,6 +30,23 @@ describe "Jiggler::Web workflow page" do
     assert_equal 2, body.scan("<line ").size, "root to the wide column, the wide column to the last step"
   end
 
+  it "draws a dead step, the steps it blocks, and the on_complete callback after every step" do
+    flow = Jiggler::Workflow.new
+    doomed = flow.step(WebWorkflowTest::Step, 0)
+    fine = flow.step(WebWorkflowTest::Step, 1)
+    blocked = flow.step(WebWorkflowTest::Step, 2, after: doomed)
+    complete = flow.on_complete(WebWorkflowTest::Step, 3)
+    flow.start
+    store.step_died(flow.id, doomed)
+    get "/workflows/#{flow.id}"
+    assert_includes body, %(data-step="#{doomed}" data-state="dead")
+    assert_includes body, %(data-step="#{blocked}" data-state="blocked")
+    assert_includes body, %(data-step="#{fine}" data-state="released")
+    assert_includes body, %(data-step="#{complete}" data-state="waiting")
+    assert_includes body, %(<span class="wf-legend wf-dead">dead 1</span>)
+    assert_equal 4, body.scan("<line ").size, "the dead step to the blocked one, each step to the callback"
+  end
+
   it "answers 404 for an unknown workflow" do
     get "/workflows/wf-nope"
     assert_equal 404, last_response.status
