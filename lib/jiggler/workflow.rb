@@ -142,13 +142,14 @@ module Jiggler
     end
 
     # A step's payload; the on_death callback's (`member: false`) names no workflow, so it is acknowledged as any job.
-    # An on_complete callback's names its group's members, whose states Job#workflow_outcome reads.
+    # An on_complete callback's is marked so (Job#workflow_outcome); it does not list its members: a step's row is
+    # rewritten at each of their ends (SQLite), and the store's graph names them.
     def payload(client, step, now, member: true)
       job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
       job["jid"] = step[:jid]
       job["workflow"] = @id if member
       job["after"] = step[:after] unless step[:after].empty?
-      job["members"] = step[:members] if step[:members]
+      job["on_complete"] = true if step[:members]
       job["enqueued_at"] = now
       Payload.dump(job)
     end

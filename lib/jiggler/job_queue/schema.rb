@@ -129,7 +129,7 @@ module Jiggler
           CREATE INDEX workflow_steps_waiting ON workflow_steps (jid) WHERE waiting > 0;
         SQL
         # Workflows' on_complete callbacks: per step, the callbacks that wait for it to end (jids joined by ","),
-        # whether it ended (done, dead or blocked by a dead dependency) and whether it died.
+        # whether it ended (done, dead or blocked by a dead dependency; 2: done after it had ended) and whether it died.
         11 => <<~SQL
           ALTER TABLE workflow_steps ADD COLUMN callbacks TEXT NOT NULL DEFAULT '';
           ALTER TABLE workflow_steps ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;

@@ -121,7 +121,7 @@ module Jiggler
         # A job outside a workflow pays this one lookup: its completion below reuses it.
         workflow = @steps && job["workflow"]
         instance.workflow_step = -> { @steps.results(job) } if workflow && job["after"]
-        instance.workflow_members = -> { @steps.outcome(job) } if workflow && job["members"]
+        instance.workflow_members = -> { @steps.outcome(job) } if workflow && job["on_complete"]
         if (limits = job["limits"]) && @gate
           # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
           by = @executions&.requested_by(job["jid"])

@@ -55,12 +55,13 @@ module Jiggler
         end
       end
 
-      # The states of the steps an on_complete callback waited for.
+      # The states of the steps an on_complete callback waited for: those whose edges in the workflow's graph lead
+      # to it (no step waits for a callback to succeed, so these are its members).
       # @parameter job [Hash] the callback's payload.
-      # @returns [Hash(String, String)] jid => state (Store::StepState); nil for a step the store no longer holds.
+      # @returns [Hash(String, String)] jid => state (Store::StepState).
       def outcome(job)
-        states = @store.call.workflow_steps(job["workflow"].to_s)
-        job["members"].to_h { |jid| [jid, states[jid]] }
+        graph = @store.call.workflow_graph(job["workflow"].to_s)
+        graph.filter_map { |jid, (state, edges)| [jid, state] if edges.include?(job["jid"]) }.to_h
       end
 
       # The results of the steps a step waited for.

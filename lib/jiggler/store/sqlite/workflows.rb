@@ -44,14 +44,12 @@ module Jiggler
           write do |queue_db|
             db = queue_db.db
             acked = reliable ? acknowledge_step(queue_db, process, fetched.handle, now) : 0
-            db.execute("UPDATE workflow_steps SET done = 1, result = ? WHERE workflow = ? AND jid = ? AND done = 0", [result, workflow, jid])
-            completed = db.changes == 1
-            count(db, "processed", reliable ? acked : 1) if acked == 1 || (completed && !reliable)
-            if completed
-              end_steps(queue_db, workflow, [jid], now)
-              release_dependants(queue_db, workflow, jid, now, retention)
-            end
-            completed
+            # One statement marks it done and ended, telling whether it had ended before (2: its death counted).
+            step = db.execute("UPDATE workflow_steps SET done = 1, result = ?, ended = CASE ended WHEN 0 THEN 1 ELSE 2 END " \
+              "WHERE workflow = ? AND jid = ? AND done = 0 RETURNING ended, dependants, callbacks", [result, workflow, jid]).first
+            count(db, "processed", reliable ? acked : 1) if acked == 1 || (step && !reliable)
+            release_dependants(queue_db, workflow, step, now, retention) if step
+            !step.nil?
           end
         end
 
@@ -119,10 +117,11 @@ module Jiggler
           1
         end
 
-        def release_dependants(queue_db, workflow, jid, now, retention)
+        # Counts a completed step for its dependants and, unless it had ended before, its on_complete callbacks.
+        def release_dependants(queue_db, workflow, (ended, dependants, callbacks), now, retention)
           db = queue_db.db
-          dependants = db.get_first_value("SELECT dependants FROM workflow_steps WHERE workflow = ? AND jid = ?", [workflow, jid]).split(",")
-          ready = dependants.each_slice(CHUNK).flat_map do |slice|
+          waiting = dependants.split(",") + ((ended == 1) ? callbacks.split(",") : [])
+          ready = waiting.each_slice(CHUNK).flat_map do |slice|
             db.execute("UPDATE workflow_steps SET waiting = waiting - 1 WHERE workflow = ? " \
               "AND jid IN (#{(["?"] * slice.size).join(", ")}) AND waiting > 0 RETURNING jid, waiting, queue, payload", [workflow, *slice])
           end
