@@ -3,13 +3,16 @@
 require_relative "helper"
 
 # A workflow of 10,000 steps (a fan-out of 9,000 from one root, a fan-in of all 9,000, a step handed the results of
-# 20, a nested group with a group nested in it, each with its on_success callback, and the workflow's callback) run by
+# 20, a nested group with a group nested in it, each with its on_success callback, the inner one with its on_complete
+# callback, and the workflow's callbacks, on_complete last) run by
 # servers killed with SIGKILL every second. Each step records "start:<jid>" and "done:<jid>" (an O_APPEND file:
 # one order for every process), so the record shows that no step started before each of its dependencies had run to
 # its end, that every step ran, and how often each ran. A step runs more than once only when the server running it
 # was killed before its completion reached the store (at-least-once): every extra run must follow a run by a server
 # that was killed. A callback released twice would run twice with no kill to explain it. Beside it runs a workflow
-# of 20 steps that die, whose on_death callback must run once and whose step after them must never start.
+# of 20 steps that die, whose on_death and on_complete callbacks must run once and whose step after them must never
+# start. Each on_complete callback must be released once (a second run only after a kill), after every other step
+# of its group ended, and must find them as they ended: done, or dead and blocked.
 StoreTarget.describe_each("workflows under kill -9") do
   include ReliabilityHelper
 
@@ -21,14 +24,16 @@ StoreTarget.describe_each("workflows under kill -9") do
     named["merge"] = flow.step(Reliability::MergeStepJob, (0...20).to_a, after: leaves.first(20))
     named["fan-in"] = flow.step(Reliability::StepJob, "fan-in", after: leaves)
     flow.group do |group|
-      925.times { |index| group.step(Reliability::StepJob, "g#{index}", after: named["root"]) }
+      923.times { |index| group.step(Reliability::StepJob, "g#{index}", after: named["root"]) }
       group.group do |inner|
         69.times { |index| inner.step(Reliability::StepJob, "i#{index}", after: named["root"]) }
         named["inner callback"] = inner.on_success(Reliability::StepJob, "inner callback")
+        named["inner complete"] = inner.on_complete(Reliability::CompleteStepJob, "inner complete")
       end
       named["group callback"] = group.on_success(Reliability::StepJob, "group callback")
     end
     named["workflow callback"] = flow.on_success(Reliability::StepJob, "workflow callback")
+    named["workflow complete"] = flow.on_complete(Reliability::CompleteStepJob, "workflow complete")
     [flow, named]
   end
 
@@ -40,13 +45,14 @@ StoreTarget.describe_each("workflows under kill -9") do
     dying = Array.new(20) { doomed.step(Reliability::DyingStepJob) }
     held = doomed.step(Reliability::StepJob, "never", after: dying)
     death = doomed.on_death(Reliability::StepJob, "death callback")
+    doomed_complete = doomed.on_complete(Reliability::CompleteStepJob, "doomed complete")
     started = now
     flow.start
     doomed.start
     env = {"JIGGLER_TEST_MAX_CRASHES" => "1000", "JIGGLER_TEST_POLL_INTERVAL" => "0.5"}
     servers = Array.new(2) { start_reliable("-c", "10", env: env, recovery_timeout: 1) }
     killed = []
-    finished = -> { recorded.include?("done:#{named["workflow callback"]}") }
+    finished = -> { recorded.include?("done:#{named["workflow complete"]}") }
     while !finished.call && now - started < 120
       sleep 1
       break if finished.call
@@ -56,10 +62,11 @@ StoreTarget.describe_each("workflows under kill -9") do
       killed << victim.pid
       servers << start_reliable("-c", "10", env: env, recovery_timeout: 1)
     end
-    wait_for(timeout: 60, message: "the workflow's callback to run") { finished.call }
+    wait_for(timeout: 60, message: "the workflow's on_complete callback to run") { finished.call }
     elapsed = now - started
 
     wait_for(timeout: 30, message: "the on_death callback to run") { recorded.include?("done:#{death}") }
+    wait_for(timeout: 30, message: "the dying workflow's on_complete callback to run") { recorded.include?("done:#{doomed_complete}") }
     records = self.records
     first_start = {}
     first_done = {}
@@ -76,7 +83,7 @@ StoreTarget.describe_each("workflows under kill -9") do
       runs[jid] << pid
     end
     steps = flow.steps
-    assert_equal (steps.keys + [death]).sort, runs.keys.sort, "every step ran to its end, and the on_death callback"
+    assert_equal (steps.keys + [death, doomed_complete]).sort, runs.keys.sort, "every step ran to its end, and the dying workflow's callbacks"
     early = steps.select { |jid, step| step[:after].any? { |dep| first_done.fetch(dep) > first_start.fetch(jid) } }
     assert_empty early.keys, "steps that started before a dependency had run to its end"
     unexplained = runs.select { |_, pids| pids[0...-1].any? { |pid| !killed.include?(pid) } }
@@ -85,8 +92,17 @@ StoreTarget.describe_each("workflows under kill -9") do
     refute recorded.any? { |value| value.end_with?(":bad") }
     assert_empty dying.reject { |jid| first_start.key?(jid) }, "every dying step ran"
     refute first_start.key?(held), "the step after dying steps never runs"
-    callbacks = named.slice("inner callback", "group callback", "workflow callback").transform_values { |jid| runs[jid].size }
+    completes = {named["inner complete"] => "done=70", named["workflow complete"] => "done=9999", doomed_complete => "blocked=1,dead=20"}
+    completes.each do |jid, outcome|
+      assert_equal 1, runs[jid].size - runs[jid][0...-1].count { |pid| killed.include?(pid) }, "on_complete #{outcome} released once"
+      assert recorded.include?("outcome:#{jid}:#{outcome}"), "on_complete found its group's steps #{outcome}"
+    end
+    late = (steps.keys - [named["workflow complete"]]).reject { |jid| first_done.fetch(jid) < first_start.fetch(named["workflow complete"]) }
+    assert_empty late, "steps that ended after the workflow's on_complete callback started"
+    callbacks = named.slice("inner callback", "group callback", "workflow callback", "inner complete", "workflow complete")
+      .transform_values { |jid| runs[jid].size }
     callbacks["on_death"] = runs[death].size
+    callbacks["dying on_complete"] = runs[doomed_complete].size
     wait_for(timeout: 10, message: "every step done in the store") { store.workflow_steps(flow.id).values.uniq == ["done"] }
     again = runs.values.sum(&:size) - runs.size
     restarts = steps.keys.sum { |jid| starts[jid] - 1 }
