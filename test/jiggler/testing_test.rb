@@ -68,6 +68,13 @@ module TestingTest
     def perform(message) = RUNS << [:notify, message]
   end
 
+  # An on_complete callback: records its group's steps by state.
+  class Outcome
+    include Jiggler::Job
+
+    def perform = RUNS << [:outcome, workflow_outcome.values.tally]
+  end
+
   class Broken
     include Jiggler::Job
 
@@ -205,6 +212,19 @@ describe Jiggler::Testing do
     assert_equal "broken step", assert_raises(RuntimeError) { Jiggler::Testing.drain_all }.message
     assert_empty TestingTest::Notify.jobs
     assert_equal "waiting", Jiggler::Testing.workflow_steps(flow.id)[after]
+  end
+
+  it "performs an on_complete callback once every step of its group was performed, last, in both modes" do
+    flow, parts, = TestingTest.flow
+    flow.on_complete(TestingTest::Outcome)
+    flow.start
+    assert_equal 7, Jiggler::Testing.drain_all
+    assert_equal [[:notify, "done"], [:outcome, {"done" => parts.size + 3}]], TestingTest::RUNS.last(2)
+    TestingTest::RUNS.clear
+    inline, = TestingTest.flow
+    inline.on_complete(TestingTest::Outcome)
+    Jiggler::Testing.inline! { inline.start }
+    assert_equal [:outcome, {"done" => 6}], TestingTest::RUNS.last
   end
 
   it "performs a workflow's steps at start in inline mode, in dependency order, with their dependencies' results" do

@@ -40,6 +40,7 @@ module Jiggler
         instance = Object.const_get(job["wrapper"] || job["name"]).new
         instance.jid = job["jid"]
         instance.workflow_step = -> { Workflows.results(job) } if job["workflow"] && job["after"]
+        instance.workflow_members = -> { Workflows.outcome(job) } if job["workflow"] && job["on_complete"]
         middleware = Jiggler.config.server_middleware
         return instance.public_send(method, *args) if middleware.empty?
         middleware.invoke(instance, job, job["queue"]) { instance.public_send(method, *args) }

@@ -8,38 +8,50 @@ require_relative "runner"
 module Jiggler
   module Testing
     # Workflows in the fake and inline modes, kept in memory as a store keeps them: each step's payload, its count of
-    # dependencies not done and its dependants, and the results of done steps. A step is released (kept as an
+    # dependencies not done (members not performed, for an on_complete callback), its dependants and on_complete
+    # callbacks, and the results of done steps. A step is released (kept as an
     # enqueued job in fake mode, performed at once in inline mode) when its last dependency is performed, so a drain
     # performs a workflow in dependency order, and an inline start performs it whole.
     module Workflows
       class << self
         # Records a workflow's steps and releases those without dependencies.
-        # @parameter rows [Array([String, String, String, Integer, Array(String)])] as Store contract's
-        #   `create_workflow` takes them: jid, queue, payload, dependencies and dependants.
+        # @parameter rows [Array([String, String, String, Integer, Array(String), Array(String)])] as Store contract's
+        #   `create_workflow` takes them: jid, queue, payload, dependencies, dependants and on_complete callbacks.
         def create(id, rows)
-          steps = rows.to_h { |jid, _, payload, waiting, dependants| [jid, {payload: payload, waiting: waiting, dependants: dependants}] }
+          steps = rows.to_h do |jid, _, payload, waiting, dependants, callbacks|
+            [jid, {payload: payload, waiting: waiting, dependants: dependants, callbacks: callbacks}]
+          end
           graphs[id] = {steps: steps, results: {}}
           release(rows.filter_map { |_, _, payload, waiting, _| payload if waiting.zero? })
         end
 
         # A step was performed: keeps its result (as a server stores it: JSON-native, else nil) and releases the
-        # dependants whose last dependency it was. A step performed twice completes once.
+        # dependants and on_complete callbacks whose last dependency or member it was. A step performed twice
+        # completes once.
         # @parameter job [Hash] the step's payload.
         def completed(job, value)
           graph = graphs[job["workflow"]] or return
           return if graph[:results].key?(job["jid"])
           graph[:results][job["jid"]] = (value.nil? || Payload.problem_with(value)) ? nil : JSON.parse(Payload.dump(value))
-          dependants = graph[:steps].dig(job["jid"], :dependants) || []
+          step = graph[:steps].fetch(job["jid"], {})
+          dependants = step.fetch(:dependants, []) + step.fetch(:callbacks, [])
           release(dependants.filter_map { |jid| graph[:steps][jid].then { |step| step[:payload] if (step[:waiting] -= 1).zero? } })
         end
 
         # The results of the steps a step waited for (Job#dependency_results). @returns [Hash(String, Object)]
         def results(job) = Array(job["after"]).to_h { |jid| [jid, graphs.dig(job["workflow"], :results, jid)] }
 
-        # Each step's state, as the store's `workflow_steps` gives it. @returns [Hash(String, String)]
+        # Each step's state, as the store's `workflow_steps` gives it (no step dies in these modes).
+        # @returns [Hash(String, String)]
         def steps(id)
           graph = graphs.fetch(id) { return {} }
-          graph[:steps].to_h { |jid, step| [jid, Store::StepState.of(graph[:results].key?(jid), step[:waiting].positive?)] }
+          graph[:steps].to_h { |jid, step| [jid, Store::StepState.of(graph[:results].key?(jid), step[:waiting].positive?, false)] }
+        end
+
+        # The states of the steps an on_complete callback waited for (Job#workflow_outcome). @returns [Hash(String, String)]
+        def outcome(job)
+          states = steps(job["workflow"])
+          graphs.dig(job["workflow"], :steps).filter_map { |jid, step| [jid, states[jid]] if step[:callbacks].include?(job["jid"]) }.to_h
         end
 
         def clear = graphs.clear
