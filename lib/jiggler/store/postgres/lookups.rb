@@ -34,8 +34,9 @@ module Jiggler
         #   step that waits.
         def waiting_step(jid)
           with do
-            @db.query("SELECT workflow, waiting, payload FROM @.workflow_steps " \
-              "WHERE jid = $1 AND waiting > 0", [jid]).first
+            # An on_complete callback counts down its members in members_left.
+            @db.query("SELECT workflow, CASE WHEN members_left > 0 THEN members_left ELSE waiting END, payload " \
+              "FROM @.workflow_steps WHERE jid = $1 AND waiting > 0", [jid]).first
           end
         end
 

@@ -62,7 +62,8 @@ module Jiggler
             expires_at float8, died boolean NOT NULL DEFAULT false, death_queue text, death_payload bytea);
           ALTER TABLE @.workflow_steps ADD COLUMN IF NOT EXISTS callbacks text[] NOT NULL DEFAULT '{}',
             ADD COLUMN IF NOT EXISTS ended boolean NOT NULL DEFAULT false,
-            ADD COLUMN IF NOT EXISTS dead boolean NOT NULL DEFAULT false;
+            ADD COLUMN IF NOT EXISTS dead boolean NOT NULL DEFAULT false,
+            ADD COLUMN IF NOT EXISTS members_left integer NOT NULL DEFAULT 0;
         SQL
 
         # A payload as JSON, or NULL when it is not JSON (a store reads payloads only to find
@@ -219,8 +220,12 @@ module Jiggler
               DELETE FROM @.jobs j WHERE j.id = handle AND j.state = 'in_flight' AND j.owner = process;
               GET DIAGNOSTICS acked = ROW_COUNT;
             END IF;
-            UPDATE @.workflow_steps s SET done = true, result = step_result
-              WHERE s.workflow = wf AND s.jid = step AND NOT s.done RETURNING s.dependants INTO deps;
+            -- Done and ended in one row version; its end counts for its on_complete callbacks once (a dead step
+            -- retried and done had ended at its death). The workflow's lock keeps the row as `was` read it.
+            UPDATE @.workflow_steps s SET done = true, result = step_result, ended = true
+              FROM (SELECT o.ended FROM @.workflow_steps o WHERE o.workflow = wf AND o.jid = step) AS was
+              WHERE s.workflow = wf AND s.jid = step AND NOT s.done
+              RETURNING s.dependants, CASE WHEN was.ended THEN NULL ELSE s.callbacks END INTO deps, callbacks;
             completed := FOUND;
             IF acked > 0 OR (completed AND NOT reliable) THEN
               INSERT INTO @.counters AS c (name, value) VALUES ('processed', 1)
@@ -229,10 +234,12 @@ module Jiggler
             IF NOT completed THEN
               RETURN false;
             END IF;
-            -- Its end counts for its on_complete callbacks, once: a dead step retried and done had ended at its death.
-            UPDATE @.workflow_steps s SET ended = true
-              WHERE s.workflow = wf AND s.jid = step AND NOT s.ended RETURNING s.callbacks INTO callbacks;
-            deps := deps || coalesce(callbacks, '{}');
+            -- Nested: SQL's AND may evaluate both sides, and array_fill refuses the NULL length of no list.
+            IF cardinality(callbacks) > 0 THEN
+              IF @.release_callbacks(wf, callbacks, array_fill(1, ARRAY[cardinality(callbacks)]), now_at) > 0 THEN
+                PERFORM pg_notify(channel, 'queues');
+              END IF;
+            END IF;
             WITH ready AS (UPDATE @.workflow_steps s SET waiting = s.waiting - 1
                 WHERE s.workflow = wf AND s.jid = ANY(deps) AND s.waiting > 0
                 RETURNING s.jid, s.waiting, s.queue, s.payload),
@@ -261,7 +268,8 @@ module Jiggler
           CREATE OR REPLACE FUNCTION @.step_died(wf text, step text, now_at float8, channel text, lock_name text)
           RETURNS boolean LANGUAGE plpgsql AS $$
           DECLARE
-            released bigint;
+            targets text[];
+            counts integer[];
             first_death boolean;
             death_q text;
             death_p bytea;
@@ -271,25 +279,18 @@ module Jiggler
             IF NOT FOUND THEN
               RETURN false;
             END IF;
-            -- A step ended before had its dependants ended with it: the walk stops there. A callback is never a
-            -- dependant, so the two updates touch different rows.
+            -- A step ended before had its dependants ended with it: the walk stops there.
             WITH RECURSIVE reach(jid) AS (SELECT step
                 UNION SELECT unnest(s.dependants) FROM @.workflow_steps s JOIN reach r ON s.workflow = wf AND s.jid = r.jid
                   WHERE r.jid = step OR NOT s.ended),
               ended AS (UPDATE @.workflow_steps s SET ended = true FROM reach r
-                WHERE s.workflow = wf AND s.jid = r.jid AND NOT s.ended RETURNING s.callbacks),
-              members AS (SELECT c.jid, count(*)::integer AS n FROM ended e, unnest(e.callbacks) AS c(jid) GROUP BY c.jid),
-              ready AS (UPDATE @.workflow_steps s SET waiting = s.waiting - m.n FROM members m
-                WHERE s.workflow = wf AND s.jid = m.jid AND s.waiting > 0 RETURNING s.jid, s.waiting, s.queue, s.payload),
-              queued AS (INSERT INTO @.jobs (state, queue, run_at, payload)
-                SELECT 'queued', r.queue, now_at, r.payload FROM ready r WHERE r.waiting = 0 ORDER BY r.jid
-                RETURNING 1)
-            SELECT count(*) INTO released FROM queued;
-            IF released > 0 THEN
-              -- The payloads now live in the jobs' rows (a step whose count is zero holds none but these).
-              UPDATE @.workflow_steps s SET payload = NULL
-                WHERE s.workflow = wf AND s.waiting = 0 AND s.payload IS NOT NULL;
-              PERFORM pg_notify(channel, 'queues');
+                WHERE s.workflow = wf AND s.jid = r.jid AND NOT s.ended RETURNING s.callbacks)
+            SELECT array_agg(m.jid), array_agg(m.n) INTO targets, counts
+              FROM (SELECT c.jid, count(*)::integer AS n FROM ended e, unnest(e.callbacks) AS c(jid) GROUP BY c.jid) m;
+            IF targets IS NOT NULL THEN
+              IF @.release_callbacks(wf, targets, counts, now_at) > 0 THEN
+                PERFORM pg_notify(channel, 'queues');
+              END IF;
             END IF;
             UPDATE @.workflows w SET died = true WHERE w.id = wf AND NOT w.died
               RETURNING w.death_queue, w.death_payload INTO death_q, death_p;
@@ -299,6 +300,33 @@ module Jiggler
               PERFORM pg_notify(channel, 'queues');
             END IF;
             RETURN first_death;
+          END $$;
+        SQL
+
+        # Counts members' ends for on_complete callbacks (`counts[i]` more for `targets[i]`) and queues each callback
+        # left with none; returns how many. A callback counts down `members_left`, which no index covers, so these
+        # updates of one row, thousands per workflow, stay HOT; its `waiting` (which the index of waiting steps covers)
+        # is set once, at its release.
+        WORKFLOW_CALLBACKS = <<~SQL
+          CREATE OR REPLACE FUNCTION @.release_callbacks(wf text, targets text[], counts integer[], now_at float8)
+          RETURNS bigint LANGUAGE plpgsql AS $$
+          DECLARE
+            released bigint;
+          BEGIN
+            -- ANY(targets), not a join with unnest: a lookup of the key per callback, never a scan of the table.
+            WITH ready AS (UPDATE @.workflow_steps s SET members_left = s.members_left - counts[array_position(targets, s.jid)]
+                WHERE s.workflow = wf AND s.jid = ANY(targets) AND s.members_left > 0
+                RETURNING s.jid, s.members_left, s.queue, s.payload),
+              queued AS (INSERT INTO @.jobs (state, queue, run_at, payload)
+                SELECT 'queued', r.queue, now_at, r.payload FROM ready r WHERE r.members_left = 0 ORDER BY r.jid
+                RETURNING 1)
+            SELECT count(*) INTO released FROM queued;
+            IF released > 0 THEN
+              -- The payloads now live in the jobs' rows.
+              UPDATE @.workflow_steps s SET payload = NULL, waiting = 0
+                WHERE s.workflow = wf AND s.jid = ANY(targets) AND s.members_left = 0 AND s.waiting > 0;
+            END IF;
+            RETURN released;
           END $$;
         SQL
 
@@ -314,7 +342,7 @@ module Jiggler
               db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
               next if current?(db) # made meanwhile by another process
               db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP, WORKFLOW_DEATH].each { |sql| db.run(sql) }
+              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP, WORKFLOW_DEATH, WORKFLOW_CALLBACKS].each { |sql| db.run(sql) }
               db.query("DELETE FROM @.schema_version")
               db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
             end

@@ -12,9 +12,9 @@ module Jiggler
       # last dependency. Completions of one workflow take its transaction advisory lock, so two steps finishing at
       # once decrement their shared dependants one after the other, never in a deadlock.
       module Workflows
-        STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks) " \
-          "SELECT $1, j, q, w, p, string_to_array(d, ','), string_to_array(c, ',') " \
-          "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[], $7::text[]) AS r(j, q, w, p, d, c)"
+        STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks, members_left) " \
+          "SELECT $1, j, q, w, p, string_to_array(d, ','), string_to_array(c, ','), m " \
+          "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[], $7::text[], $8::integer[]) AS r(j, q, w, p, d, c, m)"
         COMPLETE = "SELECT @.complete_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         DIED = "SELECT @.step_died($1, $2, $3, $4, $5)"
         private_constant :STEPS, :COMPLETE, :DIED
@@ -26,13 +26,16 @@ module Jiggler
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
+          # An on_complete callback counts its members down in `members_left` (Schema::WORKFLOW_CALLBACKS).
+          callbacks = steps.flat_map(&:last).to_h { |jid| [jid, true] }
           write do
             @db.query("INSERT INTO @.workflows (id, steps_left, death_queue, death_payload) VALUES ($1, $2, $3, $4)",
               [id, steps.size, on_death&.first, @db.bytes(on_death&.last)])
             steps.each_slice(CHUNK) do |slice|
-              jids, queues, payloads, waiting, dependants, callbacks = slice.transpose
+              jids, queues, payloads, waiting, dependants, ends = slice.transpose
               held = payloads.zip(waiting).map { |payload, count| @db.bytes(payload) unless count.zero? }
-              @db.query(STEPS, [id, jids, queues, waiting, held, dependants.map { |list| list.join(",") }, callbacks.map { |list| list.join(",") }])
+              left = jids.zip(waiting).map { |jid, count| callbacks[jid] ? count : 0 }
+              @db.query(STEPS, [id, jids, queues, waiting, held, dependants.map { |list| list.join(",") }, ends.map { |list| list.join(",") }, left])
             end
             roots = steps.select { |_, _, _, count| count.zero? }
             insert("queued", roots.map { |_, queue, payload, *| [queue, now, payload] })
