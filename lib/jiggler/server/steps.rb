@@ -30,13 +30,9 @@ module Jiggler
       # @parameter value [Object] what the step returned, kept for its dependants when JSON-native.
       def complete(fetched, job, value)
         result = Payload.dump(value) unless value.nil? || Payload.problem_with(value)
-        attempt = 0
-        begin
-          @store.call.complete_step(@process, fetched, workflow: job["workflow"].to_s, jid: job["jid"].to_s,
+        attempts(job, "workflow step not completed; it stays in flight and runs again") do |store|
+          store.complete_step(@process, fetched, workflow: job["workflow"].to_s, jid: job["jid"].to_s,
             result: result, reliable: @reliable, retention: Workflow::RETENTION)
-        rescue Store::ConnectionError => error
-          retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
-          @logger.error("#{job["name"]} jid=#{job["jid"]}: workflow step not completed (#{error.message}); it stays in flight and runs again")
         end
       end
 
@@ -45,13 +41,9 @@ module Jiggler
       # store fails, the death goes unrecorded (logged): the step is in the dead set all the same.
       # @parameter job [Hash] the step's payload.
       def died(job)
-        attempt = 0
-        begin
-          @store.call.step_died(job["workflow"].to_s, job["jid"].to_s)
-        rescue Store::ConnectionError => error
-          # Tried again (a death is recorded once however often): unrecorded, it leaves on_complete callbacks waiting.
-          retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
-          @logger.error("#{job["name"]} jid=#{job["jid"]}: the death of a workflow step could not be recorded: #{error.message}")
+        # Tried again too (a death is recorded once however often): unrecorded, it leaves on_complete callbacks waiting.
+        attempts(job, "the death of a workflow step could not be recorded") do |store|
+          store.step_died(job["workflow"].to_s, job["jid"].to_s)
         end
       end
 
@@ -70,6 +62,20 @@ module Jiggler
       def results(job)
         after = Array(job["after"])
         @store.call.step_results(job["workflow"].to_s, after).transform_values { |json| json && JSON.parse(json) }
+      end
+
+      private
+
+      # Runs a store call up to ATTEMPTS times while the store's connection fails; logs `failed` after the last.
+      # @yields {|store| ...}
+      def attempts(job, failed)
+        attempt = 0
+        begin
+          yield @store.call
+        rescue Store::ConnectionError => error
+          retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
+          @logger.error("#{job["name"]} jid=#{job["jid"]}: #{failed} (#{error.message})")
+        end
       end
     end
   end
