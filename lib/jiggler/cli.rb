@@ -24,7 +24,7 @@ module Jiggler
       "HUP" => :ignore, "USR1" => :ignore, "USR2" => :ignore
     }.freeze
     # The first words that run an admin command (CLI::Admin) instead of a server.
-    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop cancel].freeze
+    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop cancel job workflow].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
     QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
     INTEGER = /\A[+-]?\d+\z/
@@ -82,7 +82,7 @@ module Jiggler
     def options(flags)
       OptionParser.new do |opts|
         opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)\n" \
-          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop | cancel" \
+          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop | cancel | job | workflow" \
           "   (see jiggler status -h)"
         opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
         opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }

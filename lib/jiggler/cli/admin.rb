@@ -6,6 +6,7 @@ require_relative "../cli"
 require_relative "../web/stats"
 require_relative "../set_actions"
 require_relative "../cancellation"
+require_relative "../job_status"
 require_relative "admin_text"
 require_relative "probe"
 require_relative "../display"
@@ -37,6 +38,9 @@ module Jiggler
                                        or to finish its jobs and exit; it acts at its next heartbeat
           cancel JID                   cancel a job: taken out if it waits, stopped at once if it runs; it ends
                                        in the dead set, marked cancelled
+          job JID                      where a job is now (Jiggler.status): queued, waiting, running with its
+                                       progress, scheduled, retry, dead, cancelled, done or failed
+          workflow ID                  a workflow's steps by state, and the jids of those dead or blocked
       TEXT
 
       # Runs one command.
@@ -108,6 +112,20 @@ module Jiggler
         {"jid" => jid, "result" => result.to_s}
       end
 
+      # Where a job is now. @returns [Hash] Jiggler.status's answer, with the jid.
+      def job_command(jid) = {"jid" => jid}.merge(JobStatus.lookup(store, jid))
+
+      # A workflow's steps by state (Store::StepState).
+      # @returns [Hash] "workflow", "states" (state => count), "dead" and "blocked" (their jids).
+      # @raises [UsageError] for a workflow the store does not know (finished long ago, or never started).
+      def workflow_command(id)
+        steps = store.workflow_steps(id)
+        raise UsageError, "no workflow #{id.inspect} in #{store_name} (finished and expired, or never started)" if steps.empty?
+        by_state = steps.keys.group_by { |jid| steps[jid] }
+        {"workflow" => id, "states" => by_state.transform_values(&:size).sort.to_h,
+         "dead" => by_state.fetch("dead", []), "blocked" => by_state.fetch("blocked", [])}
+      end
+
       private
 
       def store = Jiggler.store
@@ -152,7 +170,8 @@ module Jiggler
         when "status", "queues" then expect(command, operands, [])
         when "pause", "resume", "clear" then queue_named(command, expect(command, operands, ["QUEUE"]))
         when "quiet", "stop" then expect(command, operands, ["PROCESS"])
-        when "cancel" then expect(command, operands, ["JID"])
+        when "cancel", "job" then expect(command, operands, ["JID"])
+        when "workflow" then expect(command, operands, ["ID"])
         else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
         end
       end

@@ -19,6 +19,8 @@ module Jiggler
         when "clear" then "cleared queue #{result["queue"]}"
         when "retry", "kill", "delete" then sweep(command, result)
         when "cancel" then cancelled(result)
+        when "job" then job(result)
+        when "workflow" then workflow(result)
         else signal(result)
         end
       end
@@ -27,6 +29,19 @@ module Jiggler
         return "cancelled job #{result["jid"]}: it was waiting, and is now in the dead set" if result["result"] == "removed"
         "asked the servers to cancel job #{result["jid"]}: the one running it stops it at its next I/O " \
           "(a job that is not running or waiting is left as it is)"
+      end
+
+      # The job's state, then what goes with it, one "name: value" a line.
+      def job(result)
+        details = result.except("jid", "state").map { |name, value| "  #{name}: #{value}" }
+        ["job #{result["jid"]}: #{result["state"]}", *details].join("\n")
+      end
+
+      def workflow(result)
+        lines = ["workflow #{result["workflow"]}: " + result["states"].map { |state, count| "#{state} #{count}" }.join(", ")]
+        lines << "dead: #{result["dead"].join(" ")}" unless result["dead"].empty?
+        lines << "blocked: #{result["blocked"].join(" ")}" unless result["blocked"].empty?
+        lines.join("\n")
       end
 
       def status(result)

@@ -7,6 +7,12 @@ require "fileutils"
 require "jiggler/store/sqlite"
 require "support/raw_writes"
 
+class AdminTestStep
+  include Jiggler::Job
+
+  def perform(_value) = nil
+end
+
 # The admin commands run as real `jiggler` processes against the suite's Redis and against an SQLite file: each reads or
 # changes what the store holds, prints a table or JSON, and fails with one line and status 1.
 module AdminCommandSpecs
@@ -25,6 +31,32 @@ module AdminCommandSpecs
         assert_equal 0, status, output
         assert_match(/^bad\uFFFDq\s+1\s/, output.dup.force_encoding(Encoding::UTF_8))
         assert_equal [0, "asked h:1 (forged:1) to stop; it acts at its next heartbeat\n"], admin("stop", "h")
+      end
+
+      it "tells where a job is (job) and how a workflow stands (workflow), and names an unknown workflow" do
+        queued = payload(queue: "reports")
+        store.push("reports", [queued])
+        jid = JSON.parse(queued)["jid"]
+        assert_equal [0, "job #{jid}: queued\n  queue: reports\n  class: RecordJob\n  position: 0\n"], admin("job", jid)
+        assert_equal({"jid" => "nope", "state" => "unknown"}, admin_json("job", "nope"))
+
+        flow = Jiggler::Workflow.new(client: Jiggler::Client.new(store))
+        root = flow.step(AdminTestStep, 1)
+        leaves = [flow.step(AdminTestStep, 2, after: root), flow.step(AdminTestStep, 3, after: root)]
+        flow.step(AdminTestStep, 4)
+        flow.start
+        store.step_died(flow.id, root)
+        data = admin_json("workflow", flow.id)
+        assert_equal({"blocked" => 2, "dead" => 1, "released" => 1}, data["states"])
+        assert_equal [root], data["dead"]
+        assert_equal leaves.sort, data["blocked"].sort
+        status, output = admin("workflow", flow.id)
+        assert_equal 0, status, output
+        assert_equal "workflow #{flow.id}: blocked 2, dead 1, released 1", output.lines.first.chomp
+        assert_equal "dead: #{root}", output.lines[1].chomp
+        status, output = admin("workflow", "wf-none")
+        assert_equal [1, 1], [status, output.lines.size]
+        assert_match(/no workflow "wf-none"/, output)
       end
 
       it "shows the counters, queues and live processes in status, as a table and as JSON" do
