@@ -91,6 +91,9 @@ module Jiggler
     # A job that snoozed (Job#snooze) once more.
     def snoozed(job) = changed(job, snoozes: count(job["snoozes"]) + 1)
 
+    # An iterable job that stopped for a shutdown once more, to run again from its cursor.
+    def interrupted(job) = changed(job, interruptions: count(job["interruptions"]) + 1)
+
     # A job whose process died: the crash is pinned on it when it was held `alone`, with the deaths beside other jobs
     # it was held in, which that explains; else one more death beside others is counted.
     def crashed(job, alone:)

@@ -59,7 +59,7 @@ describe Jiggler::JobPayload do
       changes = [payload.changed(given, queue: "other"), payload.enqueued(given, now), payload.failed(given, error, 2, now),
         payload.died(given, now), payload.crashed(given, alone: true), payload.crashed(given, alone: false),
         payload.suspected(given), payload.cleared(given), payload.progressed(given), payload.cancelled(given, "ops", now),
-        payload.snoozed(given)]
+        payload.snoozed(given), payload.interrupted(given)]
       assert_equal original, given
       changes.each { |changed| refute_same given, changed }
     end
@@ -92,9 +92,10 @@ describe Jiggler::JobPayload do
       assert_equal job(suspect: true), payload.suspected(job)
     end
 
-    it "mark a cancel and count snoozes" do
+    it "mark a cancel and count snoozes and interruptions" do
       assert_equal({"by" => "ops", "at" => now}, payload.cancelled(job, "ops", now)["cancelled"])
       assert_equal [1, 2], [payload.snoozed(job)["snoozes"], payload.snoozed(job(snoozes: 1))["snoozes"]]
+      assert_equal [1, 2], [payload.interrupted(job)["interruptions"], payload.interrupted(job(interruptions: 1))["interruptions"]]
     end
   end
 

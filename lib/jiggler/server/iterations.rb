@@ -77,10 +77,10 @@ module Jiggler
       end
 
       # Puts a job that stopped for the shutdown back at the head of its queue (or, without at-least-once delivery,
-      # at its tail), with its cursor.
+      # at its tail), with its cursor and its interruptions counted.
       # @returns [Integer] 1, or 0 when it was no longer in flight for this process.
       def requeue(fetched, job)
-        payload = Payload.dump(job)
+        payload = Payload.dump(JobPayload.interrupted(job))
         return @store.call.requeue(@process, [Store::Fetched.new(fetched.handle, fetched.queue, payload)]) if @reliable
         @store.call.push(fetched.queue, [payload])
         1
