@@ -30,8 +30,9 @@ module Jiggler
       jobs, unreadable = parse(queue, items, now)
       return Formed.new(nil, nil, unreadable) if jobs.empty?
       first = jobs.first
-      job = JobPayload.build(name: name, args: jobs.map { |item| item["args"] }, queue: queue, retries: first["retries"],
-        created_at: first["created_at"], jids: jobs.map { |item| item["jid"] }, enqueued_at: now, retry_queue: first["retry_queue"])
+      fields = JobPayload.fields(name: name, queue: queue, retries: first["retries"], created_at: first["created_at"],
+        retry_queue: first["retry_queue"], jids: jobs.map { |item| item["jid"] }, enqueued_at: now)
+      job = JobPayload.job(jobs.map { |item| item["args"] }, fields)
       Formed.new(Payload.dump(job), job["jid"], unreadable)
     end
 

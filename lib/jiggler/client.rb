@@ -62,14 +62,14 @@ module Jiggler
     def build(name, args_list, options, at)
       now = Time.now.to_f
       scheduled = at && at > now
+      at = nil unless scheduled
       limited = options[:concurrency] || options[:rate]
-      # "limits" is each job's own; "at" comes last, as it is taken off before the job is stored.
-      fields = shared_fields(name, options, now, scheduled)
+      shared = shared_fields(name, options, now, scheduled, at: at)
       job_ids(args_list.size).each_with_index.map do |jid, index|
         args = args_list[index]
-        job = JobPayload.job(jid, args, fields)
-        job = JobPayload.changed(job, limits: LimitedJob.field(name, args, options)) if limited
-        scheduled ? JobPayload.changed(job, at: at) : job
+        # "limits" is each job's own, computed from its arguments.
+        fields = limited ? shared_fields(name, options, now, scheduled, at: at, limits: LimitedJob.field(name, args, options)) : shared
+        JobPayload.job(args, fields, jid: jid)
       end
     end
 
@@ -90,7 +90,7 @@ module Jiggler
       return UniqueJob.write(@store, jobs, batch) if batch&.dig(:unique)
       now = Time.now.to_f
       later, due = jobs.partition { |job| job["at"] && job["at"] > now }
-      @store.schedule(later.map { |job| [job["at"], Payload.dump(JobPayload.changed(job, at: nil))] }) if later.any?
+      @store.schedule(later.map { |job| [job["at"], Payload.dump(job.except("at"))] }) if later.any?
       due.group_by { |job| [batch && job["name"], job["queue"]] }.each do |(name, queue), list|
         payloads = list.map { |job| Payload.dump(JobPayload.enqueued(job, now)) }
         batch&.dig(:batch_size) ? add_to_batch(name, payloads, batch.merge(queue: queue), now) : @store.push(queue, payloads)
@@ -112,10 +112,10 @@ module Jiggler
 
     # The fields every job of one call shares, from its class's options. A scheduled item of a batch class is
     # marked, so that the scheduler puts it in its batch when it is due.
-    def shared_fields(name, options, now, scheduled, enqueued_at: nil)
-      JobPayload.shared(name: name, queue: options[:queue], retries: options[:retries], created_at: now,
+    def shared_fields(name, options, now, scheduled, enqueued_at: nil, at: nil, limits: nil)
+      JobPayload.fields(name: name, queue: options[:queue], retries: options[:retries], created_at: now,
         retry_queue: options[:retry_queue], timeout: options[:timeout], batch_item: (true if scheduled && options[:batch_size]),
-        enqueued_at: enqueued_at)
+        limits: limits, enqueued_at: enqueued_at, at: at)
     end
   end
 end

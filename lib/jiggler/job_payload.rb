@@ -8,7 +8,8 @@ module Jiggler
   # changes its life makes to it (a failure, a death, a crash). The changes return new Hashes and leave the one given
   # alone. Payload is the JSON coder these Hashes are stored with.
   module JobPayload
-    # Every field jiggler writes, by the keyword its builders take. Fields a middleware adds are carried as they are.
+    # Every field jiggler writes, by the keyword `fields` and `changed` take. Fields a middleware adds are carried as
+    # they are.
     FIELDS = {
       # Every job's, in the order they are stored; jid and args come first for the client's fast path.
       jid: "jid", args: "args", name: "name", queue: "queue", retries: "retries", created_at: "created_at",
@@ -36,28 +37,40 @@ module Jiggler
 
     module_function
 
-    # A new job's payload: the fields given, nil ones left out, in FIELDS order for those every job has.
-    # @parameter jid [String] a new random id unless given.
+    # The fields of a new job but its jid and args, in the order they are stored; nil ones are left out. Every job
+    # gets name, queue, retries and created_at; the others come with a class's options or a kind of job. (Keywords
+    # set one by one: this runs for every enqueue call and every Active Job job.)
     # @returns [Hash]
-    # @raises [ArgumentError] for a field not in FIELDS.
-    def build(name:, args:, queue:, jid: new_jid, **fields)
-      job(jid, args, shared(name: name, queue: queue, **fields))
+    def fields(name:, queue:, retries: nil, created_at: nil, retry_queue: nil, timeout: nil, batch_item: nil, limits: nil,
+      unique: nil, wrapper: nil, active_job: nil, recurring: nil, jids: nil, raw: nil, enqueued_at: nil, at: nil)
+      fields = {"name" => name, "queue" => queue}
+      fields["retries"] = retries unless retries.nil?
+      fields["created_at"] = created_at unless created_at.nil?
+      fields["retry_queue"] = retry_queue unless retry_queue.nil?
+      fields["timeout"] = timeout unless timeout.nil?
+      fields[BATCH_ITEM] = batch_item unless batch_item.nil?
+      fields["limits"] = limits unless limits.nil?
+      fields["unique"] = unique unless unique.nil?
+      fields["wrapper"] = wrapper unless wrapper.nil?
+      fields["active_job"] = active_job unless active_job.nil?
+      fields["recurring"] = recurring unless recurring.nil?
+      fields["jids"] = jids unless jids.nil?
+      fields["raw"] = raw unless raw.nil?
+      fields["enqueued_at"] = enqueued_at unless enqueued_at.nil?
+      fields["at"] = at unless at.nil?
+      fields
     end
 
-    # The fields of jobs that differ only in their jid and args, for `job` and `dump_all`.
+    # A new job's payload: its jid and args first, then `fields`.
+    # @parameter fields [Hash] from `fields`.
     # @returns [Hash]
-    def shared(**fields)
-      fields.each_with_object({}) { |(key, value), hash| hash[field(key)] = value unless value.nil? }
-    end
-
-    # One job of those sharing `fields`. @returns [Hash] a new one.
-    def job(jid, args, fields) = {"jid" => jid, "args" => args}.merge!(fields)
+    def job(args, fields, jid: new_jid) = {"jid" => jid, "args" => args}.merge!(fields)
 
     # The JSON of many jobs sharing `fields`, written once and spliced after each job's jid and args: the client's
     # fast path, with no Hash per job.
     # @parameter jids [Array(String)] ids that need no JSON escaping (the client's are hex digits).
     # @parameter args_list [Array(Array)] JSON-native argument lists.
-    # @parameter fields [Hash] from `shared`, not empty.
+    # @parameter fields [Hash] from `fields`.
     # @returns [Array(String)]
     def dump_all(jids, args_list, fields)
       rest = Payload.dump(fields).delete_prefix("{")
@@ -73,7 +86,11 @@ module Jiggler
     end
 
     # A job as it goes to its queue at `now`: stamped, without the time it was scheduled for.
-    def enqueued(job, now) = changed(job, at: nil, enqueued_at: now)
+    def enqueued(job, now)
+      job = job.except("at")
+      job["enqueued_at"] = now
+      job
+    end
 
     # A job that failed with `error`, as attempt number `attempt`.
     def failed(job, error, attempt, now)
@@ -116,8 +133,8 @@ module Jiggler
     # The dead-set job of a payload that cannot be read at all: the error, and the raw text.
     # @parameter queue [String] where it was found.
     def unreadable(payload, queue, error, now)
-      job = build(name: "(unreadable)", args: [], queue: queue, raw: utf8(payload))
-      died(failed(job, error, 1, now), now)
+      unreadable = job([], fields(name: "(unreadable)", queue: queue, raw: utf8(payload)))
+      died(failed(unreadable, error, 1, now), now)
     end
 
     # A counter field's value; anything but an Integer (a hand-edited or foreign payload) counts as 0.

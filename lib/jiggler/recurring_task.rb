@@ -130,9 +130,9 @@ module Jiggler
     def fields(settings, tick, now)
       queue = queue_for(settings)
       unique = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
-      JobPayload.build(name: @job, args: @args, queue: queue, retries: settings["retries"], created_at: now,
-        retry_queue: settings["retry_queue"], limits: settings["limits"], unique: unique, enqueued_at: now,
-        recurring: {"task" => @name, "tick" => tick}, **active_job(settings["wrapper"], queue, now))
+      JobPayload.job(@args, JobPayload.fields(name: @job, queue: queue, retries: settings["retries"], created_at: now,
+        retry_queue: settings["retry_queue"], limits: settings["limits"], unique: unique, recurring: {"task" => @name, "tick" => tick},
+        **active_job(settings["wrapper"], queue, now), enqueued_at: now))
     end
 
     def check_name

@@ -17,23 +17,30 @@ describe Jiggler::JobPayload do
     error
   end
 
-  describe ".build" do
-    it "writes the fields every job has first, in their stored order, and leaves nil fields out" do
-      built = payload.build(name: "RecordJob", args: [1], queue: "q", retries: 4, created_at: now, jid: "j1",
-        retry_queue: nil, timeout: 5, enqueued_at: now)
+  describe ".job and .fields" do
+    it "write jid and args first, then the fields in their stored order, leaving nil fields out" do
+      built = payload.job([1], payload.fields(name: "RecordJob", queue: "q", retries: 4, created_at: now, retry_queue: nil,
+        timeout: 5, at: now + 1, enqueued_at: now), jid: "j1")
       assert_equal({"jid" => "j1", "args" => [1], "name" => "RecordJob", "queue" => "q", "retries" => 4, "created_at" => now,
-                    "timeout" => 5, "enqueued_at" => now}, built)
-      assert_equal %w[jid args name queue retries created_at timeout enqueued_at], built.keys
+                    "timeout" => 5, "enqueued_at" => now, "at" => now + 1}, built)
+      assert_equal %w[jid args name queue retries created_at timeout enqueued_at at], built.keys
     end
 
-    it "gives each job a new 24-hex-digit jid" do
-      jids = Array.new(2) { payload.build(name: "RecordJob", args: [], queue: "q")["jid"] }
+    it "give each job a new 24-hex-digit jid" do
+      fields = payload.fields(name: "RecordJob", queue: "q")
+      jids = Array.new(2) { payload.job([], fields)["jid"] }
       assert_match(/\A\h{24}\z/, jids.first)
       refute_equal(*jids)
     end
 
-    it "refuses a field it does not know, naming it" do
-      error = assert_raises(ArgumentError) { payload.build(name: "RecordJob", args: [], queue: "q", retry: 3) }
+    it "take only fields of the list, which names every field they write" do
+      assert_raises(ArgumentError) { payload.fields(name: "RecordJob", queue: "q", retry: 3) }
+      keywords = payload.method(:fields).parameters.map(&:last)
+      assert_empty keywords - Jiggler::JobPayload::FIELDS.keys
+    end
+
+    it "changes only fields of the list, naming one it does not know" do
+      error = assert_raises(ArgumentError) { payload.changed(job, retry: 3) }
       assert_match(/:retry is not a job payload field/, error.message)
     end
   end
@@ -42,12 +49,11 @@ describe Jiggler::JobPayload do
     # The client's fast path: stored payloads keep the JSON they always had, which jobs already stored, and jiggler
     # 0.1.0's, share.
     it "writes the JSON of each job as Payload.dump writes the job's Hash, byte for byte" do
-      fields = payload.shared(name: "RecordJob", queue: "q", retries: 4, created_at: 1.5, retry_queue: "rq", enqueued_at: 1.5)
+      fields = payload.fields(name: "RecordJob", queue: "q", retries: 4, created_at: 1.5, retry_queue: "rq", enqueued_at: 1.5)
       dumped = payload.dump_all(%w[j1 j2], [[1], [{"a" => "é\""}]], fields)
       assert_equal '{"jid":"j1","args":[1],"name":"RecordJob","queue":"q","retries":4,"created_at":1.5,"retry_queue":"rq","enqueued_at":1.5}',
         dumped.first
-      assert_equal [payload.job("j2", [{"a" => "é\""}], fields)], [Jiggler::Payload.load(dumped.last)]
-      assert_equal Jiggler::Payload.dump(payload.job("j2", [{"a" => "é\""}], fields)), dumped.last
+      assert_equal Jiggler::Payload.dump(payload.job([{"a" => "é\""}], fields, jid: "j2")), dumped.last
     end
   end
 

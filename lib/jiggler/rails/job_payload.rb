@@ -26,8 +26,8 @@ module Jiggler
         Job::Options.check(:queue, queue)
         args = data.delete("arguments")
         Payload.check_args!(name, args)
-        payload = Jiggler::JobPayload.build(name: name, args: args, queue: queue, retries: 0, created_at: Time.now.to_f,
-          wrapper: JobOptions::WRAPPER, active_job: data, at: at)
+        payload = Jiggler::JobPayload.job(args, Jiggler::JobPayload.fields(name: name, queue: queue, retries: 0,
+          created_at: Time.now.to_f, wrapper: JobOptions::WRAPPER, active_job: data, at: at))
         payload = retried(payload, job, $!) # the error being rescued, if any
         flow(payload, job)
       end
