@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "securerandom"
 require_relative "payload"
+require_relative "job_payload"
 require_relative "job_rules"
 
 module Jiggler
@@ -12,7 +12,7 @@ module Jiggler
   # once and retried as a whole.
   module Batch
     # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
-    ITEM = JobRules::BATCH_ITEM
+    ITEM = JobPayload::BATCH_ITEM
 
     # What a batch's items become: the batch job's `payload` and `jid` (both nil when no item could be read), and
     # `unreadable`, a list of [item payload, its dead-set payload] for the items that go to the dead set instead.
@@ -30,10 +30,9 @@ module Jiggler
       jobs, unreadable = parse(queue, items, now)
       return Formed.new(nil, nil, unreadable) if jobs.empty?
       first = jobs.first
-      job = {"jid" => SecureRandom.hex(12), "name" => name, "queue" => queue, "retries" => first["retries"],
-             "args" => jobs.map { |item| item["args"] }, "jids" => jobs.map { |item| item["jid"] },
-             "created_at" => first["created_at"], "enqueued_at" => now}
-      job["retry_queue"] = first["retry_queue"] if first["retry_queue"]
+      fields = JobPayload.fields(name: name, queue: queue, retries: first["retries"], created_at: first["created_at"],
+        retry_queue: first["retry_queue"], jids: jobs.map { |item| item["jid"] }, enqueued_at: now)
+      job = JobPayload.job(jobs.map { |item| item["args"] }, fields)
       Formed.new(Payload.dump(job), job["jid"], unreadable)
     end
 

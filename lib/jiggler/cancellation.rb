@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "payload"
+require_relative "job_payload"
 require_relative "limited_job"
 require_relative "store/connection_error"
 
@@ -46,8 +47,7 @@ module Jiggler
 
     # The payload with the cancel recorded on it, as Server::Failure.cancel records it on a running job.
     def marked(payload, by, now)
-      job = Payload.load(payload)
-      Payload.dump(job.merge("cancelled" => {"by" => by, "at" => now}))
+      Payload.dump(JobPayload.cancelled(Payload.load(payload), by, now))
     rescue Payload::MalformedError
       payload
     end

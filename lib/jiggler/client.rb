@@ -2,6 +2,7 @@
 
 require "securerandom"
 require_relative "payload"
+require_relative "job_payload"
 require_relative "batch"
 require_relative "unique_job"
 require_relative "limited_job"
@@ -32,8 +33,7 @@ module Jiggler
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
-      shared = shared_fields(name, options, now, scheduled)
-      payloads = args_list.each_with_index.map { |args, index| %({"jid":"#{jids[index]}","args":#{Payload.dump(args)},#{shared}) }
+      payloads = JobPayload.dump_all(jids, args_list, shared_fields(name, options, now, scheduled, enqueued_at: (now unless scheduled)))
       if scheduled
         @store.schedule(payloads.map { |payload| [at, payload] })
       elsif options[:batch_size]
@@ -62,15 +62,14 @@ module Jiggler
     def build(name, args_list, options, at)
       now = Time.now.to_f
       scheduled = at && at > now
+      at = nil unless scheduled
+      limited = options[:concurrency] || options[:rate]
+      shared = shared_fields(name, options, now, scheduled, at: at)
       job_ids(args_list.size).each_with_index.map do |jid, index|
-        job = {"jid" => jid, "args" => args_list[index], "name" => name, "queue" => options[:queue],
-               "retries" => options[:retries], "created_at" => now}
-        job["retry_queue"] = options[:retry_queue] if options[:retry_queue]
-        job["timeout"] = options[:timeout] if options[:timeout]
-        job[Batch::ITEM] = true if scheduled && options[:batch_size]
-        job["limits"] = LimitedJob.field(name, args_list[index], options) if options[:concurrency] || options[:rate]
-        job["at"] = at if scheduled
-        job
+        args = args_list[index]
+        # "limits" is each job's own, computed from its arguments.
+        fields = limited ? shared_fields(name, options, now, scheduled, at: at, limits: LimitedJob.field(name, args, options)) : shared
+        JobPayload.job(args, fields, jid: jid)
       end
     end
 
@@ -91,9 +90,9 @@ module Jiggler
       return UniqueJob.write(@store, jobs, batch) if batch&.dig(:unique)
       now = Time.now.to_f
       later, due = jobs.partition { |job| job["at"] && job["at"] > now }
-      @store.schedule(later.map { |job| [job.delete("at"), Payload.dump(job)] }) if later.any?
+      @store.schedule(later.map { |job| [job["at"], Payload.dump(job.except("at"))] }) if later.any?
       due.group_by { |job| [batch && job["name"], job["queue"]] }.each do |(name, queue), list|
-        payloads = list.map { |job| Payload.dump(job.except("at").merge("enqueued_at" => now)) }
+        payloads = list.map { |job| Payload.dump(JobPayload.enqueued(job, now)) }
         batch&.dig(:batch_size) ? add_to_batch(name, payloads, batch.merge(queue: queue), now) : @store.push(queue, payloads)
       end
       jobs.map { |job| job["jid"] }
@@ -111,15 +110,12 @@ module Jiggler
       Array.new(count) { |index| prefix + index.to_s(16).rjust(8, "0") }
     end
 
-    # The JSON of the fields every job of one call shares, without its opening brace, to follow jid and args. A
-    # scheduled item of a batch class is marked, so that the scheduler puts it in its batch when it is due.
-    def shared_fields(name, options, now, scheduled)
-      fields = {"name" => name, "queue" => options[:queue], "retries" => options[:retries], "created_at" => now}
-      fields["retry_queue"] = options[:retry_queue] if options[:retry_queue]
-      fields["timeout"] = options[:timeout] if options[:timeout]
-      fields[Batch::ITEM] = true if scheduled && options[:batch_size]
-      fields["enqueued_at"] = now unless scheduled
-      Payload.dump(fields).delete_prefix("{")
+    # The fields every job of one call shares, from its class's options. A scheduled item of a batch class is
+    # marked, so that the scheduler puts it in its batch when it is due.
+    def shared_fields(name, options, now, scheduled, enqueued_at: nil, at: nil, limits: nil)
+      JobPayload.fields(name: name, queue: options[:queue], retries: options[:retries], created_at: now,
+        retry_queue: options[:retry_queue], timeout: options[:timeout], batch_item: (true if scheduled && options[:batch_size]),
+        limits: limits, enqueued_at: enqueued_at, at: at)
     end
   end
 end

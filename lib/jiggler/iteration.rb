@@ -24,7 +24,7 @@ module Jiggler
   # between two items, saves its cursor and puts it back at the head of its queue at once, without counting an
   # attempt. After kill -9 the job runs again from its last checkpoint: at most one checkpoint's worth of items is done
   # twice. A job that fails is retried from the cursor of the last item it finished. Cancel and timeout are checked
-  # between items. A checkpoint that shows progress clears the job's crash count (see JobRules.progressed): a job
+  # between items. A checkpoint that shows progress clears the job's crash count (see JobPayload.progressed): a job
   # killed with its process while it moves on is not a poison job.
   #
   # A cursor is any JSON-native value (Integer, String, Array...) and never nil (nil means the beginning). Given to

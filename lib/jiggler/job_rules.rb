@@ -1,32 +1,27 @@
 # frozen_string_literal: true
 
-require "securerandom"
 require_relative "payload"
+require_relative "job_payload"
 require_relative "store/fetched"
 
 module Jiggler
   # The decisions about jobs, made once, above the store: where a due job goes, what an unreadable payload becomes, how
-  # an error is recorded on a job and a killed job is stamped, and what the death of a process means for the jobs it
-  # held (crash counting and the poison verdict). The stores make none of these decisions; the methods that need one
+  # a killed job is stamped, and what the death of a process means for the jobs it held (the poison verdict); what
+  # each decision changes on a job is JobPayload's. The stores make none of these decisions; the methods that need one
   # take it as a block (see lib/jiggler/store/contract.md) and move what it returns, atomically. Where a failed job
   # goes (retry, with its delay, or dead) is Server::Failure's.
   module JobRules
     # The queue of a job whose payload names none, or cannot be read.
     DEFAULT_QUEUE = "default"
-    # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
-    BATCH_ITEM = "batch_item"
-    # The payload field that marks a suspect: a job whose next death must be its own. A suspect runs only alone in
-    # its process (Server::Fetcher), so that a death while it runs is pinned on it.
-    SUSPECT = "suspect"
-    # The payload field that counts a job's deaths beside other jobs, pinned on none yet. They are added to its crashes
-    # when it kills its process alone: the job that did so is what ended those processes too.
-    DEATHS_BESIDE = "deaths_beside"
+    # A suspect runs only alone in its process (Server::Fetcher), so that a death while it runs is pinned on it.
+    SUSPECT = JobPayload::SUSPECT
+    # A job's deaths beside other jobs are added to its crashes when it kills its process alone: the job that did so
+    # is what ended those processes too.
+    DEATHS_BESIDE = JobPayload::DEATHS_BESIDE
     # Deaths beside other jobs after which a job runs only alone. Most deaths are the host's doing (an OOM kill, a
     # kill -9 at deploy, a lost machine), so after the first the jobs run again side by side; a job that was there
     # at a second death is suspected.
     DEATHS_BESIDE_BEFORE_ALONE = 2
-    BACKTRACE_LINES = 20
-    MESSAGE_LIMIT = 2_000
 
     # Where a due entry goes: to `queue` as `payload`, or, for a scheduled batch item, into the batch of class
     # `batch` waiting for `queue`.
@@ -50,9 +45,8 @@ module Jiggler
     def due(from, payload, now)
       job = Payload.load(payload)
       queue = ((from != :scheduled) && job["retry_queue"]) || job["queue"] || DEFAULT_QUEUE
-      job["enqueued_at"] = now
       batch = job["name"] if from == :scheduled && batch_item?(job)
-      Destination.new(queue, Payload.dump(job), batch)
+      Destination.new(queue, Payload.dump(JobPayload.enqueued(job, now)), batch)
     rescue Payload::MalformedError
       Destination.new(DEFAULT_QUEUE, payload, nil)
     end
@@ -71,13 +65,8 @@ module Jiggler
     # @returns [Death]
     def death(held, max_crashes)
       held.each_with_object(Death.new([], [], [])) do |fetched, death|
-        job = Payload.load(fetched.payload)
-        if held.size == 1
-          job["crashes"] = count(job["crashes"]) + 1 + count(job.delete(DEATHS_BESIDE))
-        else
-          job[DEATHS_BESIDE] = count(job[DEATHS_BESIDE]) + 1
-        end
-        job[SUSPECT] = true if suspect_from_now?(job, max_crashes)
+        job = JobPayload.crashed(Payload.load(fetched.payload), alone: held.size == 1)
+        job = JobPayload.suspected(job) if suspect_from_now?(job, max_crashes)
         if count(job["crashes"]) >= max_crashes
           death.poisoned << [fetched, job]
         else
@@ -97,76 +86,26 @@ module Jiggler
       suspect?(job) || beside >= DEATHS_BESIDE_BEFORE_ALONE || deaths >= max_crashes - 1
     end
 
-    # Clears a job of suspicion: it failed with an error running alone, so it does not kill its process.
-    def cleared(job)
-      job.delete(SUSPECT)
-      job.delete(DEATHS_BESIDE)
-      job
-    end
-
-    # Clears an iterable job (Jiggler::Iteration) of its crashes and suspicion when it saves a cursor past the one it
-    # started from: the deaths it was held in did not stop it from moving on, so they are not evidence that it kills
-    # its process. A job that kills its process at one item never saves a cursor past it, and still ends in the dead
-    # set after `max_crashes` deliveries.
-    def progressed(job)
-      job.delete("crashes")
-      cleared(job)
-    end
-
     # Whether a parsed payload is a suspect, to run only alone.
     def suspect?(job) = job[SUSPECT] == true
 
     # Whether a parsed payload is a scheduled item to put in its batch when due.
-    def batch_item?(job) = job[BATCH_ITEM] == true
+    def batch_item?(job) = job[JobPayload::BATCH_ITEM] == true
 
     # A job moved to the dead set by hand, stamped with the time it died.
     # @returns [String] its payload; an unreadable one as it was.
     def killed(payload, now)
-      Payload.dump(died(Payload.load(payload), now))
+      Payload.dump(JobPayload.died(Payload.load(payload), now))
     rescue Payload::MalformedError
       payload
     end
 
-    # The dead-set payload of a payload that cannot be read at all: it records the error and keeps the raw text.
+    # The dead-set payload of a payload that cannot be read at all (JobPayload.unreadable).
     # @parameter queue [String] where it was found.
     # @returns [String]
-    def unreadable(payload, queue, error, now)
-      job = {"jid" => SecureRandom.hex(12), "name" => "(unreadable)", "args" => [], "queue" => queue, "raw" => utf8(payload)}
-      describe(job, error, 1, now)
-      Payload.dump(died(job, now))
-    end
+    def unreadable(payload, queue, error, now) = Payload.dump(JobPayload.unreadable(payload, queue, error, now))
 
-    # Stamps a parsed payload with the time it went to the dead set. @returns [Hash] the job.
-    def died(job, now)
-      job["died_at"] = now
-      job
-    end
-
-    # Records an error on a parsed payload, as attempt number `attempt`.
-    def describe(job, error, attempt, now)
-      job["attempt"] = attempt
-      job["error_class"] = error.class.name
-      job["error_message"] = utf8(message(error))[0, MESSAGE_LIMIT]
-      job["error_backtrace"] = (error.backtrace || []).first(BACKTRACE_LINES).map { |line| utf8(line) }
-      job["failed_at"] ||= now
-      job["retried_at"] = now if attempt > 1
-    end
-
-    # A counter field of a payload; anything but an Integer (a hand-edited or foreign payload) counts as 0.
-    def count(value) = value.is_a?(Integer) ? value : 0
-
-    # An error's message; a job's own exception class may fail to build one.
-    def message(error)
-      error.message
-    rescue Exception => problem # rubocop:disable Lint/RescueException -- a broken message must not stop the worker
-      "(#{error.class}#message raised #{problem.class})"
-    end
-
-    # Text as valid UTF-8: binary strings are read as UTF-8, other encodings converted; bad bytes become U+FFFD.
-    def utf8(text)
-      text = text.to_s
-      return text.dup.force_encoding(Encoding::UTF_8).scrub if text.encoding == Encoding::BINARY
-      text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
-    end
+    # A counter field of a payload (JobPayload.count).
+    def count(value) = JobPayload.count(value)
   end
 end

@@ -5,6 +5,7 @@ require "time"
 require_relative "payload"
 require_relative "error"
 require_relative "queue_name"
+require_relative "job_payload"
 require_relative "job/options"
 require_relative "recurring_task/schedule"
 
@@ -128,15 +129,11 @@ module Jiggler
     # The job as a payload Hash, marked with the task and its tick, with the "limits" and "unique" fields a client
     # would write.
     def fields(settings, tick, now)
-      fields = {"jid" => SecureRandom.hex(12), "args" => @args, "name" => @job, "queue" => queue_for(settings),
-                "retries" => settings["retries"], "created_at" => now}
-      fields["retry_queue"] = settings["retry_queue"] if settings["retry_queue"]
-      fields["limits"] = settings["limits"] if settings["limits"]
-      fields["unique"] = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
-      fields["enqueued_at"] = now
-      fields["recurring"] = {"task" => @name, "tick" => tick}
-      active_job(fields, settings["wrapper"], now) if settings["wrapper"]
-      fields
+      queue = queue_for(settings)
+      unique = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
+      JobPayload.job(@args, JobPayload.fields(name: @job, queue: queue, retries: settings["retries"], created_at: now,
+        retry_queue: settings["retry_queue"], limits: settings["limits"], unique: unique, recurring: {"task" => @name, "tick" => tick},
+        **active_job(settings["wrapper"], queue, now), enqueued_at: now))
     end
 
     def check_name
@@ -144,13 +141,14 @@ module Jiggler
       invalid!("has a name the dashboard cannot show or address: write #{NAME_RULE}") unless readable
     end
 
-    # An Active Job class's job (its options name the wrapper): run by the wrapper as Active Job runs a job, with
+    # An Active Job class's job (its options name the wrapper) is run by the wrapper as Active Job runs a job, with
     # the task's arguments as the serialized arguments (so `{"_aj_globalid" => "gid://app/Account/1"}` is a record).
-    def active_job(fields, wrapper, now)
-      fields["wrapper"] = wrapper
-      fields["active_job"] = {"job_class" => @job, "job_id" => SecureRandom.uuid, "queue_name" => fields["queue"],
-                              "executions" => 0, "exception_executions" => {},
-                              "enqueued_at" => ::Time.at(now).utc.iso8601(9)}
+    # @returns [Hash] the wrapper: and active_job: fields; none for a jiggler class (no wrapper).
+    def active_job(wrapper, queue, now)
+      return {} unless wrapper
+      {wrapper: wrapper, active_job: {"job_class" => @job, "job_id" => SecureRandom.uuid, "queue_name" => queue,
+                                      "executions" => 0, "exception_executions" => {},
+                                      "enqueued_at" => ::Time.at(now).utc.iso8601(9)}}
     end
 
     def check_keys(settings)

@@ -4,6 +4,7 @@ require "digest/sha2"
 require "securerandom"
 require_relative "error"
 require_relative "payload"
+require_relative "job_payload"
 require_relative "limited_job"
 
 module Jiggler
@@ -55,12 +56,11 @@ module Jiggler
       unique = options[:unique]
       now = Time.now.to_f
       jobs.map do |job|
-        at = job.delete("at")
-        job["enqueued_at"] = now unless at
+        at = job["at"]
         # A job may come with its lock (an Active Job job's key reads its arguments before serialization).
         lock = job.dig("unique", "lock") || lock_key(job["name"], job["args"], unique)
-        job["unique"] = {"lock" => lock, "until" => unique[:until].to_s}
-        next job["jid"] if store.enqueue_unique(lock, job["jid"], unique[:ttl], queue: job["queue"], payload: Payload.dump(job), at: at)
+        written = JobPayload.changed(job, at: nil, enqueued_at: (now unless at), unique: {"lock" => lock, "until" => unique[:until].to_s})
+        next job["jid"] if store.enqueue_unique(lock, job["jid"], unique[:ttl], queue: job["queue"], payload: Payload.dump(written), at: at)
         raise ConflictError, "#{job["name"]} is already enqueued with lock #{lock}" if unique[:on_conflict] == :raise
       end
     end

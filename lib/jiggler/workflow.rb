@@ -4,6 +4,7 @@ require "securerandom"
 require_relative "error"
 require_relative "job"
 require_relative "payload"
+require_relative "job_payload"
 require_relative "workflow/group"
 
 module Jiggler
@@ -146,12 +147,8 @@ module Jiggler
     # rewritten at each of their ends (SQLite), and the store's graph names them.
     def payload(client, step, now, member: true)
       job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
-      job["jid"] = step[:jid]
-      job["workflow"] = @id if member
-      job["after"] = step[:after] unless step[:after].empty?
-      job["on_complete"] = true if step[:members]
-      job["enqueued_at"] = now
-      Payload.dump(job)
+      Payload.dump(JobPayload.changed(job, jid: step[:jid], workflow: (@id if member),
+        after: (step[:after] unless step[:after].empty?), on_complete: (true if step[:members]), enqueued_at: now))
     end
 
     # Steps only name steps made before them, so a cycle cannot be built through this API; the check guards the

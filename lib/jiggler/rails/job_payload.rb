@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "securerandom"
 require_relative "../payload"
+require_relative "../job_payload"
 require_relative "../job/options"
 require_relative "../unique_job"
 require_relative "../limited_job"
@@ -26,20 +26,20 @@ module Jiggler
         Job::Options.check(:queue, queue)
         args = data.delete("arguments")
         Payload.check_args!(name, args)
-        payload = {"jid" => SecureRandom.hex(12), "name" => name, "args" => args, "queue" => queue, "retries" => 0,
-                   "created_at" => Time.now.to_f, "wrapper" => JobOptions::WRAPPER, "active_job" => data}
-        payload["at"] = at if at
-        retried(payload, job, $!) # the error being rescued, if any
+        payload = Jiggler::JobPayload.job(args, Jiggler::JobPayload.fields(name: name, queue: queue, retries: 0,
+          created_at: Time.now.to_f, wrapper: JobOptions::WRAPPER, active_job: data, at: at))
+        payload = retried(payload, job, $!) # the error being rescued, if any
         flow(payload, job)
       end
 
       # Marks a job Active Job enqueues again while it handles the job's own error (`retry_on`, or `retry_job` in a
       # rescue): its error and attempt are kept on the payload, so the dashboard's job page shows them on the
       # scheduled retry, and a later death counts its attempts on from there.
+      # @returns [Hash] a new payload, or `payload` itself when there is no error to keep.
       def retried(payload, job, error)
-        return unless error && job.executions.to_i.positive?
-        payload.merge!("error_class" => error.class.name, "error_message" => error.message.to_s[0, 1000],
-          "attempt" => job.executions, "failed_at" => Time.now.to_f)
+        return payload unless error && job.executions.to_i.positive?
+        Jiggler::JobPayload.changed(payload, error_class: error.class.name, error_message: error.message.to_s[0, 1000],
+          attempt: job.executions, failed_at: Time.now.to_f)
       end
 
       # The options of the job's class for the client (unique: takes each job's lock as it is written), or nil.
@@ -48,17 +48,18 @@ module Jiggler
         options if options[:unique]
       end
 
-      # Adds the fields of the class's flow control. Keys are computed from the job's own arguments.
+      # The payload with the fields of the class's flow control. Keys are computed from the job's own arguments.
+      # @returns [Hash] a new payload, or `payload` itself for a class without flow control.
       def flow(payload, job)
         options = options(job)
         return payload if options.empty?
         name = payload["name"]
-        payload["limits"] = LimitedJob.field(name, job.arguments, options) if options[:concurrency] || options[:rate]
+        limits = LimitedJob.field(name, job.arguments, options) if options[:concurrency] || options[:rate]
         if (unique = options[:unique])
           lock = UniqueJob.lock_key(name, unique[:key] ? job.arguments : payload["args"], unique)
-          payload["unique"] = {"lock" => lock, "until" => unique[:until].to_s}
+          unique = {"lock" => lock, "until" => unique[:until].to_s}
         end
-        payload
+        Jiggler::JobPayload.changed(payload, limits: limits, unique: unique)
       end
 
       def options(job) = job.class.respond_to?(:jiggler_options) ? job.class.jiggler_options : JobOptions::NONE

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../payload"
-require_relative "../job_rules"
+require_relative "../job_payload"
 require_relative "../store/fetched"
 require_relative "../store/connection_error"
 
@@ -15,7 +15,8 @@ module Jiggler
       class Delivery
         # @parameter iterations [Iterations]
         # @parameter fetched [Store::Fetched]
-        # @parameter job [Hash] the parsed payload, which failures and requeues are written from.
+        # @parameter job [Hash] the parsed payload, which failures and requeues are written from: the processor's, so
+        #   the cursor and what progress clears are set on it.
         def initialize(iterations, fetched, job)
           @iterations = iterations
           @fetched = fetched
@@ -37,7 +38,7 @@ module Jiggler
         # Saves the cursor in the payload held in flight, where a reaper finds it after kill -9.
         def checkpoint(cursor)
           keep(cursor)
-          JobRules.progressed(@job) unless cursor == @started_at
+          @job.replace(JobPayload.progressed(@job)) unless cursor == @started_at
           @iterations.checkpoint(@fetched, @job)
         end
       end
@@ -76,10 +77,10 @@ module Jiggler
       end
 
       # Puts a job that stopped for the shutdown back at the head of its queue (or, without at-least-once delivery,
-      # at its tail), with its cursor.
+      # at its tail), with its cursor and its interruptions counted.
       # @returns [Integer] 1, or 0 when it was no longer in flight for this process.
       def requeue(fetched, job)
-        payload = Payload.dump(job)
+        payload = Payload.dump(JobPayload.interrupted(job))
         return @store.call.requeue(@process, [Store::Fetched.new(fetched.handle, fetched.queue, payload)]) if @reliable
         @store.call.push(fetched.queue, [payload])
         1

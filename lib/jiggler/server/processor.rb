@@ -198,7 +198,6 @@ module Jiggler
       # its cursor, its attempts unchanged. It left flight, so it is not acknowledged (WAITING); if the store cannot
       # be reached it stays in flight as checkpointed, for the shutdown's requeue or a reaper.
       def iteration_requeued(fetched, job)
-        job["interruptions"] = JobRules.count(job["interruptions"]) + 1
         moved = @iterations.requeue(fetched, job)
         @logger.warn do
           "requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} at cursor #{Payload.preview(job["cursor"])} " \
