@@ -78,7 +78,7 @@ module Jiggler
     # The client that `Job.enqueue` writes through.
     # @returns [Client]
     def client
-      @client ||= Client.new(Store.client(config))
+      @client ||= Client.new(Store.client(config), middleware: config.client_middleware)
     end
 
     # Makes this process enqueue through another client (the server installs its fiber-aware one).

@@ -14,9 +14,12 @@ module Jiggler
   class Client
     attr_reader :store
 
-    # @parameter store [Store::Redis | Store::SQLite]
-    def initialize(store)
+    # @parameter store [Store::Redis | Store::SQLite | Store::Postgres]
+    # @parameter middleware [Middleware::Chain] the client middleware every job passes through (the chain itself, so
+    #   what is added to it later applies too).
+    def initialize(store, middleware: Jiggler.config.client_middleware)
       @store = store
+      @middleware = middleware
     end
 
     # Writes jobs of one class, one per argument list, in one go.
@@ -27,9 +30,8 @@ module Jiggler
     # @parameter at [Float | Nil] epoch seconds to run at; nil or past means now.
     # @returns [Array(String | Nil)] the job ids; nil for a unique job whose lock was taken.
     def push(name, args_list, options, at: nil)
-      middleware = Jiggler.config.client_middleware
       # Jobs built as Hashes: for the middleware, for the locks of unique jobs and the keys of limited ones.
-      return push_jobs(build(name, args_list, options, at), batch: options) unless middleware.empty? && plain?(options)
+      return push_jobs(build(name, args_list, options, at), batch: options) unless @middleware.empty? && plain?(options)
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
@@ -51,8 +53,7 @@ module Jiggler
     #   class, unique:).
     # @returns [Array(String | Nil)] the ids, nil for each job a middleware stopped or whose unique lock was taken.
     def push_jobs(jobs, batch: nil)
-      middleware = Jiggler.config.client_middleware
-      passed = middleware.empty? ? jobs : jobs.select { |job| passes?(middleware, job) }
+      passed = @middleware.empty? ? jobs : jobs.select { |job| passes?(@middleware, job) }
       written = write(passed, batch).to_h { |jid| [jid, jid] }
       jobs.map { |job| written[job["jid"]] }
     end

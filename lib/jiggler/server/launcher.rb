@@ -76,7 +76,10 @@ module Jiggler
       def start(parent: Async::Task.current)
         # Jobs enqueue through the store's pool, shared by the fibers; with `client_redis_pool` through the app's pool,
         # and with `transactional_enqueue` on the app's Active Record connection, in the job's own transaction.
-        Jiggler.client = Client.new(@config[:transactional_enqueue] ? Store.client(@config) : @client_store) unless @config[:client_redis_pool]
+        unless @config[:client_redis_pool]
+          store = @config[:transactional_enqueue] ? Store.client(@config) : @client_store
+          Jiggler.client = Client.new(store, middleware: @config.client_middleware)
+        end
         @heartbeat.start
         @executions.start(parent: parent)
         @cancellations.start
