@@ -23,6 +23,9 @@ StoreTarget.describe_each("rate limits") do
       granted.merge!(target.rate_starts(target_store))
       performed.size == 500
     end
+    # Once more: the last starts may have been granted, and their jobs performed, after the read in the last poll.
+    # They stay in the store for their period, and no job is left to start and trim them.
+    granted.merge!(target.rate_starts(target_store))
     times = granted.values.sort
     assert_equal 500, granted.size, "one granted start a job"
     assert_operator times.map(&:floor).tally.values.max, :<=, 50, "a calendar second over the budget"
