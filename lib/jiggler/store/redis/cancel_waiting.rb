@@ -48,19 +48,34 @@ module Jiggler
           %i[scheduled retry].each do |set|
             member = scan_set(@keys.set(set), jid) and return ["set", @keys.set(set), member, member]
           end
-          with { |redis| redis.call("SMEMBERS", @keys.batches) }.each do |batch|
-            member = scan_set(@keys.batch(batch), jid) and return ["batch", @keys.batch(batch), member, member, batch]
+          if (batch, member = batch_member(jid))
+            return ["batch", @keys.batch(batch), member, member, batch]
           end
-          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |limit_key|
-            key = @keys.limit("waiting", limit_key)
-            # Entries are "queue|jid|payload".
-            entry = scan_list(key) { |waiting| waiting.split("|", 3)[1] == jid } or next
+          if (limit_key, entry, = slot_waiting(jid))
             queue, _, payload = entry.split("|", 3)
-            return ["waiting", key, entry, payload, queue, limit_key]
+            return ["waiting", @keys.limit("waiting", limit_key), entry, payload, queue, limit_key]
           end
           with { |redis| redis.call("SMEMBERS", @keys.queues) }.each do |queue|
-            payload = scan_list(@keys.queue(queue)) { |queued| queued.include?(jid) && parse_job(queued)["jid"] == jid }
+            payload, = scan_list(@keys.queue(queue)) { |queued| queued.include?(jid) && parse_job(queued)["jid"] == jid }
             return ["list", @keys.queue(queue), payload, payload] if payload
+          end
+          nil
+        end
+
+        # A batch item not yet in a batch: [batch name ("queue|class"), its member], or nil.
+        def batch_member(jid)
+          with { |redis| redis.call("SMEMBERS", @keys.batches) }.each do |batch|
+            member = scan_set(@keys.batch(batch), jid) and return [batch, member]
+          end
+          nil
+        end
+
+        # A job waiting for a concurrency slot: [limit key, its entry ("queue|jid|payload"), how many wait before it],
+        # or nil.
+        def slot_waiting(jid)
+          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |limit_key|
+            entry, position = scan_list(@keys.limit("waiting", limit_key)) { |waiting| waiting.split("|", 3)[1] == jid }
+            return [limit_key, entry, position] if entry
           end
           nil
         end
@@ -76,12 +91,12 @@ module Jiggler
           end
         end
 
-        # The first entry of a list the block accepts, read a page at a time.
+        # The first entry of a list the block accepts, read a page at a time: [entry, its index], or nil.
         def scan_list(key)
           (0..).step(PAGE) do |first|
             page = with { |redis| redis.call("LRANGE", key, first, first + PAGE - 1) }
-            found = page.find { |entry| yield(entry) }
-            return found if found
+            index = page.index { |entry| yield(entry) }
+            return [page[index], first + index] if index
             return nil if page.size < PAGE
           end
         end

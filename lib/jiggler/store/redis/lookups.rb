@@ -8,31 +8,26 @@ module Jiggler
       # Finds a job by its jid where it waits outside the queues and sets (Jiggler.status): for a concurrency slot,
       # in a batch, as a workflow step held for its dependencies, or for a rate's budget. A job's limit key, batch
       # and workflow are in its payload, which the caller does not have, so each read walks the index of those
-      # structures (`limit:keys`, `batches`, the running workflows) and looks in each, by the scans CancelWaiting
-      # uses: no more than the jobs waiting there, as a queue is read.
+      # structures (`limit:keys`, `batches`, the running workflows) and looks in each, through CancelWaiting's
+      # searches: no more than the jobs waiting there, as a queue is read.
       module Lookups
+        # Workflows read per pipelined call.
         PAGE = 1_000
         private_constant :PAGE
 
         # @returns [[String, String, String, Integer] | Nil] limit key, queue, payload and how many jobs wait before
         #   it, for a job waiting for a slot.
         def slot_waiter(jid)
-          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |key|
-            found = waiting_entry(@keys.limit("waiting", key), jid) or next
-            entry, position = found
-            queue, _, payload = entry.split("|", 3)
-            return [key, queue, payload, position]
-          end
-          nil
+          key, entry, position = slot_waiting(jid)
+          return unless key
+          queue, _, payload = entry.split("|", 3)
+          [key, queue, payload, position]
         end
 
         # @returns [[String, String, String] | Nil] queue, class name and payload of a batch item not yet in a batch.
         def batch_item(jid)
-          with { |redis| redis.call("SMEMBERS", @keys.batches) }.each do |batch|
-            payload = scan_set(@keys.batch(batch), jid) or next
-            return [*batch.split("|", 2), payload]
-          end
-          nil
+          batch, payload = batch_member(jid)
+          [*batch.split("|", 2), payload] if batch
         end
 
         # Looks in the running workflows (their index's +inf entries), a pipelined HMGET per page of them.
@@ -53,18 +48,6 @@ module Jiggler
         # @returns [Float | Nil] when a job that a rate limit deferred is due, while it holds its reservation.
         def rate_reservation(key, jid)
           with { |redis| redis.call("ZSCORE", @keys.limit("plan", key), "r:#{jid}") }&.then { |at| Float(at) }
-        end
-
-        private
-
-        # A key's waiting list holds "queue|jid|payload", oldest first. @returns [[String, Integer] | Nil]
-        def waiting_entry(list, jid)
-          (0..).step(PAGE) do |first|
-            page = with { |redis| redis.call("LRANGE", list, first, first + PAGE - 1) }
-            index = page.index { |entry| entry.split("|", 3)[1] == jid }
-            return [page[index], first + index] if index
-            return nil if page.size < PAGE
-          end
         end
       end
     end
