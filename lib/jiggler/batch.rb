@@ -11,9 +11,6 @@ module Jiggler
   # `perform_batch` runs: fetched, held in flight, retried and recovered like any job, so a batch is delivered at least
   # once and retried as a whole.
   module Batch
-    # The payload field that marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
-    ITEM = JobPayload::BATCH_ITEM
-
     # What a batch's items become: the batch job's `payload` and `jid` (both nil when no item could be read), and
     # `unreadable`, a list of [item payload, its dead-set payload] for the items that go to the dead set instead.
     Formed = Struct.new(:payload, :jid, :unreadable)

@@ -13,11 +13,6 @@ module Jiggler
   module JobRules
     # The queue of a job whose payload names none, or cannot be read.
     DEFAULT_QUEUE = "default"
-    # A suspect runs only alone in its process (Server::Fetcher), so that a death while it runs is pinned on it.
-    SUSPECT = JobPayload::SUSPECT
-    # A job's deaths beside other jobs are added to its crashes when it kills its process alone: the job that did so
-    # is what ended those processes too.
-    DEATHS_BESIDE = JobPayload::DEATHS_BESIDE
     # Deaths beside other jobs after which a job runs only alone. Most deaths are the host's doing (an OOM kill, a
     # kill -9 at deploy, a lost machine), so after the first the jobs run again side by side; a job that was there
     # at a second death is suspected.
@@ -67,7 +62,7 @@ module Jiggler
       held.each_with_object(Death.new([], [], [])) do |fetched, death|
         job = JobPayload.crashed(Payload.load(fetched.payload), alone: held.size == 1)
         job = JobPayload.suspected(job) if suspect_from_now?(job, max_crashes)
-        if count(job["crashes"]) >= max_crashes
+        if JobPayload.count(job["crashes"]) >= max_crashes
           death.poisoned << [fetched, job]
         else
           death.requeued << Store::Fetched.new(fetched.handle, fetched.queue, Payload.dump(job))
@@ -81,13 +76,14 @@ module Jiggler
     # DEATHS_BESIDE_BEFORE_ALONE times, or its next death would poison it, which must then be its own for the killer
     # to end in the dead set after exactly `max_crashes` deliveries.
     def suspect_from_now?(job, max_crashes)
-      beside = count(job[DEATHS_BESIDE])
-      deaths = count(job["crashes"]) + beside
+      beside = JobPayload.count(job[JobPayload::DEATHS_BESIDE])
+      deaths = JobPayload.count(job["crashes"]) + beside
       suspect?(job) || beside >= DEATHS_BESIDE_BEFORE_ALONE || deaths >= max_crashes - 1
     end
 
-    # Whether a parsed payload is a suspect, to run only alone.
-    def suspect?(job) = job[SUSPECT] == true
+    # Whether a parsed payload is a suspect: it runs only alone in its process (Server::Fetcher), so that a death
+    # while it runs is pinned on it.
+    def suspect?(job) = job[JobPayload::SUSPECT] == true
 
     # Whether a parsed payload is a scheduled item to put in its batch when due.
     def batch_item?(job) = job[JobPayload::BATCH_ITEM] == true
@@ -104,8 +100,5 @@ module Jiggler
     # @parameter queue [String] where it was found.
     # @returns [String]
     def unreadable(payload, queue, error, now) = Payload.dump(JobPayload.unreadable(payload, queue, error, now))
-
-    # A counter field of a payload (JobPayload.count).
-    def count(value) = JobPayload.count(value)
   end
 end

@@ -23,7 +23,7 @@ module Jiggler
       # @parameter now [Float] epoch seconds.
       # @returns [Store::Failed] as Store#fail takes it.
       def record(fetched, job, error, now)
-        attempt = JobRules.count(job["attempt"]) + 1
+        attempt = JobPayload.count(job["attempt"]) + 1
         # It failed running alone without killing its process: cleared of suspicion.
         job.replace(JobPayload.cleared(JobPayload.failed(job, error, attempt, now)))
         return dead(fetched, job, now) if attempt > retries(job, error)
@@ -32,7 +32,7 @@ module Jiggler
 
       # The record for a job sent straight to the dead set, whatever its retries; `job` is replaced as by `record`.
       def kill(fetched, job, error, now)
-        dead(fetched, job.replace(JobPayload.failed(job, error, JobRules.count(job["attempt"]), now)), now)
+        dead(fetched, job.replace(JobPayload.failed(job, error, JobPayload.count(job["attempt"]), now)), now)
       end
 
       # The record for a cancelled job (Jiggler.cancel): to the dead set, marked with who cancelled it and when; not a

@@ -8,6 +8,7 @@ require_relative "../batch"
 require_relative "../result"
 require_relative "../handlers"
 require_relative "../job_rules"
+require_relative "../job_payload"
 require_relative "../unique_job"
 require_relative "../iteration"
 require_relative "../store/connection_error"
@@ -348,7 +349,7 @@ module Jiggler
       end
 
       # How many times the job failed before this run.
-      def attempt(job) = JobRules.count(job["attempt"])
+      def attempt(job) = JobPayload.count(job["attempt"])
 
       def elapsed_ms(started) = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
     end
