@@ -50,7 +50,7 @@ module Jiggler
         payload, at = store.set_entries(set, limit: 10, filter: jid).find { |entry, _| parse(entry)&.dig("jid") == jid }
         next unless payload
         job = parse(payload)
-        found = described(payload).merge("state" => state, "at" => at)
+        found = described(state, payload).merge("at" => at)
         return found.merge(Waiting.for_rate(store, jid, job) || {}) if set == :scheduled
         return found.merge(failure(job)) unless set == :dead && job["cancelled"].is_a?(Hash)
         return found.merge("state" => "cancelled", "by" => job["cancelled"]["by"])
@@ -63,7 +63,7 @@ module Jiggler
         (0..).step(PAGE) do |offset|
           page = store.queue_entries(queue, limit: PAGE, offset: offset)
           index = page.index { |payload| payload.include?(jid) && parse(payload)&.dig("jid") == jid }
-          return described(page[index]).merge("state" => "queued", "queue" => queue, "position" => offset + index) if index
+          return described("queued", page[index]).merge("queue" => queue, "position" => offset + index) if index
           break if page.size < PAGE
         end
       end
@@ -78,11 +78,11 @@ module Jiggler
       {"state" => "done"} if store.history(jid).last&.last&.dig("type") == "done"
     end
 
-    # What a payload says of its job: its class, queue and workflow (those it has).
+    # A status: its state first, then what the payload says of its job: its class, queue and workflow (those it has).
     # @returns [Hash]
-    def described(payload)
+    def described(state, payload)
       job = parse(payload) || {}
-      {"queue" => job["queue"], "class" => job["name"], "workflow" => job["workflow"]}.compact
+      {"state" => state, "queue" => job["queue"], "class" => job["name"], "workflow" => job["workflow"]}.compact
     end
 
     def failure(job) = job.slice("error_class", "error_message")

@@ -14,21 +14,19 @@ module Jiggler
       def for_slot(store, jid)
         found = store.slot_waiter(jid) or return
         key, queue, payload, position = found
-        JobStatus.described(payload)
-          .merge("state" => "waiting", "for" => "concurrency", "key" => key, "queue" => queue, "position" => position)
+        JobStatus.described("waiting", payload).merge("for" => "concurrency", "key" => key, "queue" => queue, "position" => position)
       end
 
       def in_batch(store, jid)
         found = store.batch_item(jid) or return
         queue, name, payload = found
-        JobStatus.described(payload).merge("state" => "batched", "batch" => name, "queue" => queue)
+        JobStatus.described("batched", payload).merge("batch" => name, "queue" => queue)
       end
 
       def for_dependencies(store, jid)
         found = store.waiting_step(jid) or return
         workflow, left, payload = found
-        JobStatus.described(payload)
-          .merge("state" => "waiting", "for" => "dependencies", "workflow" => workflow, "dependencies" => left)
+        JobStatus.described("waiting", payload).merge("for" => "dependencies", "workflow" => workflow, "dependencies" => left)
       end
 
       # A scheduled job that its rate limit deferred: the key's plan holds its reservation until it starts.
