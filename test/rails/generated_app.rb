@@ -13,7 +13,7 @@ require "digest"
 module GeneratedApp
   TMP = Dir.mktmpdir("jiggler-generated")
   DIR = File.join(TMP, "blog")
-  RAILS_NEW_FLAGS = %w[--minimal --skip-bundle --skip-git --skip-test --skip-asset-pipeline --skip-docker
+  RAILS_NEW_FLAGS = %w[--minimal --skip-bundle --skip-git --skip-asset-pipeline --skip-docker
     --skip-rubocop --skip-brakeman --skip-ci].freeze
   # The environment of every command run in the app: development, and nothing from the developer's shell.
   ENVIRONMENT = %w[REDIS_URL APP_ENV RACK_ENV JIGGLER_SQLITE_PATH JIGGLER_CONCURRENCY RAILS_MAX_THREADS DATABASE_URL
@@ -59,12 +59,13 @@ module GeneratedApp
 
   # Runs a command in the app (a Ruby script: bin/rails, bin/jiggler) and returns its output.
   # @raises [RuntimeError] with the output when it fails.
-  def run!(*command, chdir: DIR)
-    output, status = run(*command, chdir: chdir)
+  def run!(*command, chdir: DIR, env: {})
+    output, status = run(*command, chdir: chdir, env: env)
     raise "#{command.join(" ")} failed (#{status}):\n#{output}" unless status.success?
     output
   end
 
+  # @parameter env [Hash] variables over ENVIRONMENT's (RAILS_ENV for the tests).
   # @returns [Array(String, Process::Status)] the command's output and status.
-  def run(*command, chdir: DIR) = Open3.capture2e(ENVIRONMENT, RbConfig.ruby, *command, chdir: chdir)
+  def run(*command, chdir: DIR, env: {}) = Open3.capture2e(ENVIRONMENT.merge(env), RbConfig.ruby, *command, chdir: chdir)
 end

@@ -14,6 +14,21 @@ require_relative "../support/ports"
 require_relative "../support/server_process"
 require_relative "../support/waiting"
 
+# The app's own test, as its developer would write it with Rails' helpers, run by `bin/rails test`.
+GENERATED_APP_HELLO_TEST = <<~RUBY
+  require "test_helper"
+
+  class HelloJobTest < ActiveJob::TestCase
+    test "Rails' test helpers see the job and run it" do
+      path = Rails.root.join("tmp/helper.txt").to_s
+      assert_enqueued_with(job: HelloJob, args: [path], queue: "default") { HelloJob.perform_later(path) }
+      perform_enqueued_jobs
+      assert_performed_jobs 1
+      assert_equal "hello from test in \#{Process.pid}", File.read(path)
+    end
+  end
+RUBY
+
 describe "jiggler:install in a new Rails #{Gem.loaded_specs["railties"].version} app" do
   include Waiting
 
@@ -70,6 +85,14 @@ describe "jiggler:install in a new Rails #{Gem.loaded_specs["railties"].version}
     assert_equal @setup["after_first"], @setup["after_second"]
     changes = @setup["second"].lines.grep(/^\s*(create|insert|append|prepend|gsub|chmod|force|conflict)\s/)
     assert_empty changes, @setup["second"]
+  end
+
+  it "keeps Rails' test helpers in the app's tests: Active Job's test adapter in the test environment" do
+    FileUtils.mkdir_p(File.join(GeneratedApp::DIR, "test/jobs"))
+    File.write(File.join(GeneratedApp::DIR, "test/jobs/hello_job_test.rb"), GENERATED_APP_HELLO_TEST)
+    output, = GeneratedApp.run("bin/rails", "test", "test/jobs", env: {"RAILS_ENV" => "test"})
+    assert_match(/^1 runs, 4 assertions, 0 failures, 0 errors/, output)
+    assert_match(/^  config\.active_job\.queue_adapter = :test$/, GeneratedApp.read("config/environments/test.rb"))
   end
 
   it "runs the app's first perform_later job with bin/jiggler in development" do

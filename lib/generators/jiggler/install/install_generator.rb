@@ -5,8 +5,9 @@ require "rails/generators"
 module Jiggler
   module Generators
     # `bin/rails generate jiggler:install`: sets up a Rails app to run its Active Job jobs on jiggler, and nothing
-    # more. It sets the adapter and the fiber isolation level in config/application.rb, a database pool that holds
-    # the web threads and jiggler's jobs, writes config/jiggler.yml, a commented config/recurring.yml and bin/jiggler,
+    # more. It sets the adapter and the fiber isolation level in config/application.rb (and Active Job's test adapter
+    # in the test environment, which Rails' test helpers need), a database pool that holds the web threads and
+    # jiggler's jobs, writes config/jiggler.yml, a commented config/recurring.yml and bin/jiggler,
     # adds a line to Procfile and Procfile.dev where they exist, and mounts the dashboard behind authentication.
     # Each step leaves a file that already has what it would add as it is, so running it twice changes nothing.
     class InstallGenerator < ::Rails::Generators::Base
@@ -24,6 +25,11 @@ module Jiggler
       POOL = '<%= ENV.fetch("RAILS_MAX_THREADS", 5).to_i + ENV.fetch("JIGGLER_CONCURRENCY", 10).to_i %>'
       POOL_COMMENT = "# Rails' threads plus jiggler's jobs (JIGGLER_CONCURRENCY), each on its own connection\n"
       PROCFILE_LINE = "jobs: bin/jiggler\n"
+      TEST_ADAPTER = <<~RUBY.gsub(/^/, "  ")
+        # Rails' test helpers (assert_enqueued_with, perform_enqueued_jobs) need Active Job's test adapter; jiggler's
+        # testing modes see its jobs too (require "jiggler/testing": docs/testing.md).
+        config.active_job.queue_adapter = :test
+      RUBY
 
       # Sets the queue adapter and the isolation level, and loads Active Job where `rails new --minimal` left it out.
       def configure_application
@@ -34,6 +40,15 @@ module Jiggler
         return if missing.empty?
         code = SETTINGS_COMMENT + missing.map { |name, value| "    #{name} = #{value}\n" }.join
         inject_into_file(path, code, after: /^\s*config\.load_defaults.*\n/)
+      end
+
+      # Keeps Active Job's test adapter in the test environment: the adapter set for every environment above would
+      # otherwise be the tests' too, and Rails 7.2's ActiveJob::TestHelper refuses any adapter but :test.
+      def configure_test_environment
+        path = "config/environments/test.rb"
+        return unless File.exist?(app_path(path))
+        return say_status(:identical, path, :blue) if app_file(path).match?(setting("config.active_job.queue_adapter"))
+        inject_into_file(path, TEST_ADAPTER, after: /^Rails\.application\.configure do\n/)
       end
 
       # Gives every `pool:` of config/database.yml room for jiggler's jobs beside the web threads.
