@@ -8,6 +8,14 @@ module Bench
   # the CLOCK_MONOTONIC time, which is the same clock in every process of the machine. This costs a flag check, a mutex
   # and an integer add per job.
   module JobsSource
+    # Sidekiq's setup, in its own process and inside bench/rails_app alike.
+    SIDEKIQ = <<~RUBY
+      require "sidekiq"
+      require "logger"
+      Sidekiq.configure_server { |config| config.logger.level = Logger::WARN }
+      Sidekiq.configure_client { |config| config.logger.level = Logger::WARN }
+      BENCH_MIXIN = Sidekiq::Job
+    RUBY
     HEADERS = {
       ours: <<~RUBY,
         require "jiggler"
@@ -47,12 +55,7 @@ module Bench
           def self.one(klass, args) = (klass < ActiveJob::Base) ? klass.perform_later(*args) : klass.enqueue(*args)
         end
       RUBY
-      sidekiq: <<~RUBY,
-        require "sidekiq"
-        require "logger"
-        Sidekiq.configure_server { |config| config.logger.level = Logger::WARN }
-        Sidekiq.configure_client { |config| config.logger.level = Logger::WARN }
-        BENCH_MIXIN = Sidekiq::Job
+      sidekiq: SIDEKIQ + <<~RUBY,
         # Enqueues for the harness's agent.
         module BenchClient
           def self.bulk(klass, args) = Sidekiq::Client.push_bulk("class" => klass, "args" => args, "retry" => false)
@@ -61,12 +64,7 @@ module Bench
       RUBY
       # Sidekiq inside bench/rails_app (BENCH_QUEUE_ADAPTER=sidekiq): Active Job classes through Sidekiq's own adapter,
       # enqueued with perform_all_later as ours are (its enqueue_all is one push_bulk per class and queue).
-      sidekiq_rails: <<~RUBY
-        require "sidekiq"
-        require "logger"
-        Sidekiq.configure_server { |config| config.logger.level = Logger::WARN }
-        Sidekiq.configure_client { |config| config.logger.level = Logger::WARN }
-        BENCH_MIXIN = Sidekiq::Job
+      sidekiq_rails: SIDEKIQ + <<~RUBY
         # Enqueues for the harness's agent.
         module BenchClient
           def self.bulk(klass, args)
