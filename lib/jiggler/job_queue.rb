@@ -197,8 +197,7 @@ module Jiggler
     def connect
       FileUtils.mkdir_p(::File.dirname(@path)) unless @path == ":memory:"
       db = Connection.new(@path)
-      # Waiting for another process's lock sleeps in Ruby, so other fibers and threads run meanwhile.
-      db.busy_handler_timeout = LOCK_TIMEOUT_MS
+      db.wait_for_locks(LOCK_TIMEOUT_MS / 1000.0)
       db
     rescue SQLite3::Exception, SystemCallError => error
       raise OpenError, "cannot open jiggler database #{@path}: #{error.message.lines.first.strip}"

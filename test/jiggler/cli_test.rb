@@ -377,10 +377,11 @@ describe "jiggler CLI" do
       config = write("jiggler.yml", "log_format: json\n")
       server = start_cli("-r", jobs_file, "-C", config, "-v")
       jid = RecordJob.enqueue("json")
-      wait_for(message: "done line in the log\n#{server.log}") { server.log.include?(%("jid":"#{jid}")) }
-      lines = server.log.lines.map { |line| JSON.parse(line) }
-      assert_match(/\Ajiggler .* started: /, lines.first["message"])
-      done = lines.find { |line| line["event"] == "done" }
+      # The start line carries the jid too: wait for the done line itself, reading only whole lines.
+      done = wait_for(message: "done line in the log") do
+        server.log.lines.select { |line| line.end_with?("\n") }.map { |line| JSON.parse(line) }.find { |line| line["event"] == "done" }
+      end
+      assert_match(/\Ajiggler .* started: /, JSON.parse(server.log.lines.first)["message"])
       assert_equal ["RecordJob", jid, "default"], done.values_at("class", "jid", "queue")
     end
 

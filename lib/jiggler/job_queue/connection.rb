@@ -8,6 +8,22 @@ module Jiggler
     # batch of jobs, and preparing them again each time costs more than running them.
     class Connection < SQLite3::Database
       CACHE_SIZE = 256
+      # Longest pause between two tries for another process's lock.
+      MAX_LOCK_PAUSE = 0.02
+
+      # Waits up to `seconds` for another process's lock. Like SQLite's own busy handler it tries again soon at
+      # first and then less often (up to every 20 ms), but sleeps in Ruby so other fibers and threads run meanwhile:
+      # sqlite3's busy_handler_timeout tries every millisecond, which kept each waiting loop busy during a long lock.
+      def wait_for_locks(seconds)
+        deadline = nil
+        busy_handler do |tries|
+          now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          deadline = now + seconds if tries.zero?
+          next false if now > deadline
+          sleep([0.001 * (tries + 1), MAX_LOCK_PAUSE].min)
+          true
+        end
+      end
 
       # Runs a statement like SQLite3::Database#execute, preparing it once.
       # @returns [Array(Array)] the rows.
