@@ -8,19 +8,25 @@ module Jiggler
     # batch of jobs, and preparing them again each time costs more than running them.
     class Connection < SQLite3::Database
       CACHE_SIZE = 256
-      # Longest pause between two tries for another process's lock.
-      MAX_LOCK_PAUSE = 0.02
+      # Another process's lock is tried every millisecond for the first tries (a lock held for a write lasts about
+      # that long), then every 20 ms.
+      SHORT_LOCK_TRIES = 50
+      LONG_LOCK_PAUSE = 0.02
 
-      # Waits up to `seconds` for another process's lock. Like SQLite's own busy handler it tries again soon at
-      # first and then less often (up to every 20 ms), but sleeps in Ruby so other fibers and threads run meanwhile:
-      # sqlite3's busy_handler_timeout tries every millisecond, which kept each waiting loop busy during a long lock.
+      # Waits up to `seconds` for another process's lock, sleeping in Ruby so other fibers and threads run meanwhile.
+      # sqlite3's busy_handler_timeout tries every millisecond however long the lock is held, which kept each waiting
+      # loop busy through a long lock (a backup, a migration, a long write of another program).
       def wait_for_locks(seconds)
         deadline = nil
         busy_handler do |tries|
           now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          deadline = now + seconds if tries.zero?
-          next false if now > deadline
-          sleep([0.001 * (tries + 1), MAX_LOCK_PAUSE].min)
+          if tries.zero? # the first retry comes at once
+            deadline = now + seconds
+          elsif now > deadline
+            next false
+          else
+            sleep((tries < SHORT_LOCK_TRIES) ? 0.001 : LONG_LOCK_PAUSE)
+          end
           true
         end
       end
