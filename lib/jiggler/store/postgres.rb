@@ -95,6 +95,12 @@ module Jiggler
         @done_retention = done_retention
       end
 
+      # Deletes all of the store's data, each role's in turn.
+      def clear_all
+        clear_workflows
+        clear_jobs_and_processes
+      end
+
       # A human name for logs, without the password.
       def description
         where = @db.url ? Config::Redaction.url(@db.url) : "(an application's connection)"

@@ -74,6 +74,19 @@ module Jiggler
         @backlogs = {} # queue name => whether the last push found jobs waiting (see QueuePath#push_one)
       end
 
+      # Deletes all of the namespace's data, each role's in turn: the signals are found through the registry, so they
+      # go before it.
+      def clear_all
+        clear_workflows
+        clear_cancels
+        clear_signals
+        clear_jobs_and_processes
+        clear_metrics
+        clear_recurrences
+        clear_unique_locks
+        clear_limits
+      end
+
       # A human name for logs.
       def description
         "Redis #{@config&.server_url || "(custom pool)"} namespace #{@keys.namespace.inspect}"

@@ -74,6 +74,15 @@ module Jiggler
         @lock = Monitor.new # reentrant: requeue reads in flight inside its transaction
       end
 
+      # Deletes all of the store's data, each role's in turn.
+      def clear_all
+        clear_workflows
+        clear_jobs_and_processes
+        clear_metrics
+        clear_cancels
+        clear_signals
+      end
+
       # A human name for logs.
       def description = "SQLite #{::File.expand_path(@path)}"
 

@@ -107,10 +107,10 @@ module Jiggler
           with { @db.query("DELETE FROM @.counters WHERE name = $1", [counter.to_s]) }
         end
 
-        # Deletes all of the store's data, flow state included. Recurring tasks lose their claimed
-        # ticks, last runs and switches, but keep the settings servers recorded when they started
-        # (they still run them).
-        def clear_all
+        # Deletes the jobs, the registry and the flow state (part of Store::Postgres#clear_all).
+        # Recurring tasks lose their claimed ticks, last runs and switches, but keep the settings
+        # servers recorded when they started (they still run them).
+        def clear_jobs_and_processes
           write do
             CLEARED.each { |table| @db.query("DELETE FROM @.#{table}") }
             @db.query("DELETE FROM @.recurring_tasks WHERE definition IS NULL")

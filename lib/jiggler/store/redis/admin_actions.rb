@@ -88,8 +88,9 @@ module Jiggler
           with { |redis| redis.call("DEL", @keys.counter(counter)) }
         end
 
-        # Deletes all of the namespace's data, jobs in flight and paused queues included.
-        def clear_all
+        # Deletes the jobs (queued, in flight and in the sets), the registry, paused queues and counters (part of
+        # Store::Redis#clear_all).
+        def clear_jobs_and_processes
           ids = registered_processes
           with { |redis| redis.call_v(["DEL", @keys.processes, *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }]) }
           clear_all_queues

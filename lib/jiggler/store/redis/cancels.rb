@@ -57,10 +57,9 @@ module Jiggler
           raise ConnectionError, "cancel subscription lost: #{error.message}"
         end
 
-        # Deletes all of the namespace's data (see Admin#clear_all), the cancel requests included.
-        def clear_all
+        # Deletes the cancel requests (part of Store::Redis#clear_all).
+        def clear_cancels
           with { |redis| redis.call("DEL", @keys.cancels) }
-          super
         end
 
         private

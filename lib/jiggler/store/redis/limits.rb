@@ -57,10 +57,8 @@ module Jiggler
           with { |redis| redis.call("HGETALL", @keys.limit("counts")) }.transform_values(&:to_i).select { |_, count| count.positive? }
         end
 
-        # Deletes all of the namespace's data (see AdminActions#clear_all): slots, jobs waiting for one, and rate windows
-        # and plans included.
-        def clear_all
-          super
+        # Deletes the slots, the jobs waiting for one, and the rate windows and plans (part of Store::Redis#clear_all).
+        def clear_limits
           with do |redis|
             limited = redis.call("ZRANGE", @keys.limit("index"), 0, -1) | redis.call("HKEYS", @keys.limit("keys"))
             doomed = limited.flat_map { |key| %w[slots waiting starts plan].map { |part| @keys.limit(part, key) } }

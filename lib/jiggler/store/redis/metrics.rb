@@ -31,9 +31,8 @@ module Jiggler
           with { |redis| ADD.call(redis, keys, argv) }
         end
 
-        # Deletes all of the namespace's data (see Admin#clear_all), the metrics included.
-        def clear_all
-          super
+        # Deletes the metrics (part of Store::Redis#clear_all).
+        def clear_metrics
           with do |redis|
             minutes = redis.call("ZRANGE", @keys.metrics("minutes"), 0, -1)
             redis.call_v(["DEL", @keys.metrics("total"), @keys.metrics("minutes"), @keys.metrics("classes"), *minutes])

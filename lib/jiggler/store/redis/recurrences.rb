@@ -56,10 +56,9 @@ module Jiggler
           with { |redis| redis.call(enabled ? "SREM" : "SADD", @keys.recurring("disabled"), task) }
         end
 
-        # Deletes all of the namespace's data (see AdminActions#clear_all): the tasks' claimed ticks, last runs and
-        # switches included. The tasks' settings stay: servers record them only when they start, and still run them.
-        def clear_all
-          super
+        # Deletes the tasks' claimed ticks, last runs and switches (part of Store::Redis#clear_all). The tasks' settings
+        # stay: servers record them only when they start, and still run them.
+        def clear_recurrences
           with { |redis| redis.call("DEL", *%w[ticks runs disabled].map { |part| @keys.recurring(part) }) }
         end
       end

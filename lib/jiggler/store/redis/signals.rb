@@ -36,12 +36,11 @@ module Jiggler
           replies.first
         end
 
-        # Deletes all of the namespace's data (see Admin#clear_all), the requests waiting for registered processes
-        # included (any other expires within a minute).
-        def clear_all
+        # Deletes the requests waiting for registered processes (part of Store::Redis#clear_all; any other expires within
+        # a minute): found through the registry, so before it goes.
+        def clear_signals
           ids = registered_processes
           with { |redis| redis.call_v(["DEL", *ids.map { |id| signals_key(id) }]) } if ids.any?
-          super
         end
 
         private

@@ -29,10 +29,9 @@ module Jiggler
         # The jid of the job holding a lock. @returns [String | Nil]
         def lock_holder(lock) = with { |redis| redis.call("GET", @keys.unique(lock)) }
 
-        # Deletes all of the namespace's data (see AdminActions#clear_all), every lock included: the locks are found
-        # through their index, not by walking the keyspace.
-        def clear_all
-          super
+        # Deletes every unique lock (part of Store::Redis#clear_all): the locks are found through their index, not by
+        # walking the keyspace.
+        def clear_unique_locks
           with do |redis|
             locks = redis.call("ZRANGE", @keys.unique_index, 0, -1)
             (locks << @keys.unique_index).each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }

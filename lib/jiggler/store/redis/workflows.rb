@@ -77,12 +77,11 @@ module Jiggler
           StepState.graph(steps)
         end
 
-        # Deletes every workflow's state, then what the other roles hold.
-        def clear_all
+        # Deletes every workflow's state (part of Store::Redis#clear_all).
+        def clear_workflows
           ids = with { |redis| redis.call("ZRANGE", @keys.workflows, 0, -1) }
           ids.each_slice(CHUNK) { |slice| with { |redis| redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }]) } }
           with { |redis| redis.call("DEL", @keys.workflows) }
-          super
         end
       end
     end

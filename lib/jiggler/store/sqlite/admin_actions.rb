@@ -88,10 +88,10 @@ module Jiggler
           write { |queue_db| queue_db.db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
         end
 
-        # Deletes all of the store's data, jobs in flight, history, paused queues, unique locks, concurrency slots (and
-        # jobs waiting for one) and rate windows included. Recurring tasks lose their claimed ticks, last runs and
+        # Deletes the jobs (in flight too), their history, the registry, paused queues, unique locks, concurrency slots
+        # (and jobs waiting for one) and rate windows (part of Store::SQLite#clear_all). Recurring tasks lose their claimed ticks, last runs and
         # switches, but keep the settings servers recorded when they started (they still run them).
-        def clear_all
+        def clear_jobs_and_processes
           write do |queue_db|
             %w[events jobs processes paused_queues results unique_locks limit_slots limit_keys rate_starts rate_plan].each do |table|
               queue_db.db.execute("DELETE FROM #{table}")

@@ -46,9 +46,8 @@ module Jiggler
           true
         end
 
-        # Deletes all of the store's data (see Admin#clear_all), the cancel requests included.
-        def clear_all
-          super
+        # Deletes the cancel requests (part of Store::SQLite#clear_all).
+        def clear_cancels
           write { |queue_db| queue_db.db.execute("DELETE FROM cancel_requests") }
         end
 

@@ -39,9 +39,8 @@ module Jiggler
           end
         end
 
-        # Deletes all of the store's data (see Admin#clear_all), the metrics included.
-        def clear_all
-          super
+        # Deletes the metrics (part of Store::SQLite#clear_all).
+        def clear_metrics
           write { |queue_db| queue_db.db.execute("DELETE FROM metrics") }
         end
 

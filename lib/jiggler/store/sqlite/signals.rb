@@ -20,9 +20,8 @@ module Jiggler
           end
         end
 
-        # Deletes all of the store's data (see Admin#clear_all), the requests waiting included.
-        def clear_all
-          super
+        # Deletes the requests waiting (part of Store::SQLite#clear_all).
+        def clear_signals
           write { |queue_db| queue_db.db.execute("DELETE FROM process_signals") }
         end
 

@@ -95,10 +95,9 @@ module Jiggler
           end)
         end
 
-        # Deletes every workflow, then what the other roles hold.
-        def clear_all
+        # Deletes every workflow (part of Store::SQLite#clear_all).
+        def clear_workflows
           write { |queue_db| %w[workflow_steps workflows].each { |table| queue_db.db.execute("DELETE FROM #{table}") } }
-          super
         end
 
         private
