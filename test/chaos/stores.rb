@@ -239,3 +239,105 @@ module Chaos
     end
   end
 end
+
+module Chaos
+  # A schema of the suite's PostgreSQL, named after the run's namespace; its faults are every jiggler connection
+  # terminated by the server (pg_terminate_backend, as a failover or an administrator does), and another session
+  # holding the jobs table locked against writes for STALL seconds, as a migration or a long write would: every fetch,
+  # acknowledgement and push waits meanwhile (lock_timeout is 10 s).
+  class PostgresStore
+    ACTIONS = %i[kill terminate lock].freeze
+    SAMPLED = ACTIONS
+    LIVE = SQLiteStore::LIVE
+
+    attr_reader :outages
+
+    def initialize(namespace)
+      require "pg"
+      require_relative "../support/postgres_server"
+      @url = PostgresServer.instance.url
+      @schema = PG::Connection.quote_ident(namespace)
+      @namespace = namespace
+      @control = PG.connect(@url, application_name: "jiggler-chaos")
+      @outages = []
+      @terminated = 0
+      @locks = 0
+    end
+
+    def server_env = {"REDIS_URL" => nil, "JIGGLER_DATABASE_URL" => @url}
+
+    def configure(config)
+      config[:redis_url] = nil
+      config[:database_url] = @url
+      config[:namespace] = @namespace
+    end
+
+    def probe = Probe.new(@url, @schema)
+
+    def act(action)
+      case action
+      when :terminate then terminate
+      when :lock then lock
+      end
+    end
+
+    # One SELECT: one snapshot.
+    def jobs_anywhere(_processes) = sql("SELECT count(*) FROM #{@schema}.jobs WHERE #{LIVE}").first.first.to_i
+
+    def registered = sql("SELECT id FROM #{@schema}.processes").flatten
+
+    def report = "#{@terminated} connections terminated; jobs table locked #{@locks} times for #{STALL} s"
+
+    def diagnose(missing, processes)
+      rows = sql("SELECT state, owner, convert_from(payload, 'UTF8') FROM #{@schema}.jobs WHERE #{LIVE}")
+      lost = rows.select { |_, _, payload| missing.include?(JSON.parse(payload)["args"].first) }
+      owners = processes.to_h { |pid, id| [id, pid] }
+      ["never ran, by place: #{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
+        "registry: #{sql("SELECT id FROM #{@schema}.processes").flatten}"]
+    end
+
+    def stop(evidence: nil)
+      File.write(File.join(evidence, "jobs.txt"), sql("SELECT id, state, owner, run_at FROM #{@schema}.jobs").map { |row| row.join(" ") }.join("\n")) if evidence
+      @control.close
+      PostgresServer.instance.drop_schema(@namespace)
+    end
+
+    private
+
+    def sql(query) = @control.exec(query).values
+
+    # Ends every connection of the servers and of the test's client (not this one): what a failover does to them.
+    def terminate
+      @terminated += sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity " \
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'jiggler'").size
+    end
+
+    def lock
+      @control.transaction do |db|
+        db.exec("LOCK TABLE #{@schema}.jobs IN EXCLUSIVE MODE") # reads go on; writes wait
+        from = Chaos.now
+        sleep STALL
+        @outages << [from, Chaos.now]
+      end
+      @locks += 1
+    end
+
+    # The recovery watch's view of the schema, on a connection of its own.
+    class Probe
+      def initialize(url, schema)
+        @db = PG.connect(url, application_name: "jiggler-chaos")
+        @schema = schema
+      end
+
+      def look(process)
+        held, registered = @db.exec_params("SELECT (SELECT count(*) FROM #{@schema}.jobs WHERE owner = $1 AND state = 'in_flight'), " \
+          "EXISTS (SELECT 1 FROM #{@schema}.processes WHERE id = $1)", [process]).values.first
+        [held.to_i, registered == "t"]
+      end
+
+      def close = @db.close
+    end
+  end
+
+  STORES = {"redis" => RedisStore, "sqlite" => SQLiteStore, "postgres" => PostgresStore}.freeze
+end

@@ -72,7 +72,6 @@ module BreakableStore
   # those open (as a restart would), `repair!` lets them in again.
   class Postgres
     def initialize(namespace)
-      require "jiggler/store/postgres"
       require_relative "postgres_server"
       @database = "breakable_#{namespace.delete("^a-z0-9")}"
       admin { |db| db.exec("CREATE DATABASE #{@database}") }

@@ -4,22 +4,21 @@ require "tmpdir"
 require "fileutils"
 
 # The store a reliability test runs against, chosen as solid_queue chooses its database in CI (TARGET_DB): the
-# environment variable JIGGLER_TEST_STORES lists the stores to test, DEFAULT by default, so that one run tests
+# environment variable JIGGLER_TEST_STORES lists the stores to test, all of them by default, so that one run tests
 # them all; `JIGGLER_TEST_STORES=sqlite` runs the shared suites on SQLite alone, and
 # `JIGGLER_TEST_STORES=postgres` on the suite's private PostgreSQL (support/postgres_server.rb).
 #
 # A suite written once with `StoreTarget.describe_each("title") { ... }` becomes one test class per store, named
-# "title on redis" and "title on sqlite". Servers choose their store as users' servers do: REDIS_URL set means Redis,
-# REDIS_URL unset means the SQLite file at JIGGLER_SQLITE_PATH.
+# "title on redis", "title on sqlite" and "title on postgres". Servers choose their store as users' servers do:
+# REDIS_URL set means Redis, JIGGLER_DATABASE_URL PostgreSQL, neither the SQLite file at JIGGLER_SQLITE_PATH.
 module StoreTarget
   ALL = %w[redis sqlite postgres].freeze
-  DEFAULT = %w[redis sqlite].freeze
 
   module_function
 
   # The stores to test. @returns [Array(String)]
   def names
-    listed = ENV.fetch("JIGGLER_TEST_STORES", DEFAULT.join(",")).split(",").map(&:strip)
+    listed = ENV.fetch("JIGGLER_TEST_STORES", ALL.join(",")).split(",").map(&:strip)
     unknown = listed - ALL
     raise ArgumentError, "JIGGLER_TEST_STORES: unknown store #{unknown.join(", ")} (known: #{ALL.join(", ")})" if unknown.any?
     listed
@@ -148,7 +147,6 @@ module StoreTarget
     PLACES = SQLite::PLACES
 
     def initialize(namespace)
-      require "jiggler/store/postgres"
       require_relative "postgres_server"
       @namespace = namespace
     end

@@ -72,8 +72,12 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
   # When a job's slot of `key` expires (epoch seconds), nil when it holds none.
   def slot_expiry(key, jid)
     store = Jiggler.store
-    if store.is_a?(Jiggler::Store::SQLite)
+    case target_name
+    when "sqlite"
       store.with { |db| db.get_first_value("SELECT expires_at FROM limit_slots WHERE key = ? AND jid = ?", [key, jid]) }
+    when "postgres"
+      sql = "SELECT expires_at FROM #{PG::Connection.quote_ident(@namespace)}.limit_slots WHERE key = $1 AND jid = $2"
+      store.with { |db| db.exec_params(sql, [key, jid]).values.dig(0, 0) }&.to_f
     else
       store.with { |redis| redis.call("ZSCORE", store.keys.limit("slots", key), jid) }&.to_f
     end

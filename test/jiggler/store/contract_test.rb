@@ -2,9 +2,7 @@
 
 require "test_helper"
 require "jiggler/store/contract"
-require "jiggler/store/redis"
 require "jiggler/store/sqlite"
-require "jiggler/store/postgres"
 
 # The store contract in code (Store::Contract) against the stores and against contract.md: a method a store lacks, a
 # method the document lists but the code does not (or the other way round), fails here.

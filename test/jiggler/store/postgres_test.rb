@@ -2,7 +2,6 @@
 
 require "test_helper"
 require "async"
-require "jiggler/store/postgres"
 require "support/store_contract"
 require "support/postgres_server"
 
