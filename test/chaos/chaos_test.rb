@@ -13,8 +13,9 @@ require_relative "../fixtures/chaos_jobs"
 
 # The chaos suite, on each store: 20k jobs on three real servers while servers are killed with -9 and replaced, and
 # the store fails in its own ways (Redis: every connection cut, Redis stalled and restarted; SQLite: the write lock
-# held by another connection; PostgreSQL: every connection terminated, the jobs table locked by another session). Every job must run at least once, nothing may be left anywhere, and every killed
-# server's jobs must be back in their queue within recovery_timeout (plus the time the store was unavailable).
+# held by another connection; PostgreSQL: every connection terminated, the jobs table locked by another session).
+# Every job must run at least once, nothing may be left anywhere, and every killed server's jobs must be back in their
+# queue within recovery_timeout (plus the time the store was unavailable).
 # Run it alone with `bundle exec rake test:chaos`; CHAOS_SEED=n replays the same choice of actions.
 StoreTarget.describe_each("jiggler under chaos") do
   before do

@@ -238,9 +238,7 @@ module Chaos
       def close = @store.close
     end
   end
-end
 
-module Chaos
   # A schema of the suite's PostgreSQL, named after the run's namespace; its faults are every jiggler connection
   # terminated by the server (pg_terminate_backend, as a failover or an administrator does), and another session
   # holding the jobs table locked against writes for STALL seconds, as a migration or a long write would: every fetch,
@@ -297,7 +295,10 @@ module Chaos
     end
 
     def stop(evidence: nil)
-      File.write(File.join(evidence, "jobs.txt"), sql("SELECT id, state, owner, run_at FROM #{@schema}.jobs").map { |row| row.join(" ") }.join("\n")) if evidence
+      if evidence
+        rows = sql("SELECT id, state, owner, run_at FROM #{@schema}.jobs ORDER BY id")
+        File.write(File.join(evidence, "jobs.txt"), rows.map { |row| row.join(" ") }.join("\n"))
+      end
       @control.close
       PostgresServer.instance.drop_schema(@namespace)
     end
@@ -330,8 +331,8 @@ module Chaos
       end
 
       def look(process)
-        held, registered = @db.exec_params("SELECT (SELECT count(*) FROM #{@schema}.jobs WHERE owner = $1 AND state = 'in_flight'), " \
-          "EXISTS (SELECT 1 FROM #{@schema}.processes WHERE id = $1)", [process]).values.first
+        held, registered = @db.exec_params("SELECT (SELECT count(*) FROM #{@schema}.jobs WHERE owner = $1 AND " \
+          "state = 'in_flight'), EXISTS (SELECT 1 FROM #{@schema}.processes WHERE id = $1)", [process]).values.first
         [held.to_i, registered == "t"]
       end
 
