@@ -75,7 +75,9 @@ module Bench
       dir = File.join(BUNDLES, key.to_s)
       FileUtils.mkdir_p(dir)
       File.write(File.join(dir, "Gemfile"), %(source "https://rubygems.org"\n\n#{GEMFILES.fetch(key)}))
-      system(bundle_env_for(key), "bundle", "install", "--quiet", out: log, err: log)
+      # Without the caller's own bundle (`bundle exec ruby bench/postgres_peers.rb` sets RUBYOPT=-rbundler/setup).
+      clean = ENV.keys.grep(LEAKY).to_h { |name| [name, nil] }
+      system(clean.merge(bundle_env_for(key)), "bundle", "install", "--quiet", out: log, err: log)
     end
 
     # The environment every child process of this processor gets.
