@@ -22,8 +22,10 @@ require_relative "harness/processors"
 $stdout.sync = true
 jobs, concurrency, rounds = (ARGV[0] || 20_000).to_i, (ARGV[1] || 10).to_i, (ARGV[2] || 2).to_i
 PEERS = %w[good_job solid_queue].freeze
+# Ours through Active Job in the peers' Rails app, beside ours native.
+OURS = %w[jiggler jiggler_aj].freeze
 peer_env = Bench::Processor.bundle_env_for(:pgpeers)
-unless File.exist?(Bench::Processor.lockfile(:pgpeers))
+unless Bench::Processor.bundle_current?(:pgpeers)
   puts "installing GoodJob and Solid Queue into tmp/bench-bundles/pgpeers/ ..."
   log = File.join(ROOT, "tmp", "bench-bundles", "pgpeers-install.log")
   FileUtils.mkdir_p(File.dirname(log))
@@ -45,8 +47,9 @@ database = PG.connect(url)
 clean = ENV.keys.grep(Bench::Processor::LEAKY).to_h { |key| [key, nil] }
 peer = File.join(__dir__, "postgres_peers", "peer.rb")
 peer_run = lambda do |kind, *args, **options|
-  env = clean.merge(peer_env).merge("DATABASE_URL" => "#{url}?pool=#{concurrency + 5}", "RAILS_ENV" => "production")
-  [env, RbConfig.ruby, peer, kind, *args, options]
+  env = clean.merge(peer_env).merge("DATABASE_URL" => "#{url}?pool=#{concurrency + 5}", "RAILS_ENV" => "production",
+    "JIGGLER_DATABASE_URL" => url)
+  [env, RbConfig.ruby, peer, kind.delete_suffix("_aj"), *args, options]
 end
 PEERS.each do |kind|
   env, *command, options = peer_run.call(kind, "setup")
@@ -55,6 +58,7 @@ end
 
 DONE = {
   "jiggler" => "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)",
+  "jiggler_aj" => "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)",
   "good_job" => "SELECT count(*) FROM good_jobs WHERE finished_at IS NOT NULL",
   "solid_queue" => "SELECT count(*) FROM solid_queue_jobs WHERE finished_at IS NOT NULL"
 }.freeze
@@ -94,13 +98,14 @@ run = lambda do |kind|
 end
 
 label = {"jiggler" => "jiggler #{Jiggler::VERSION} (PostgreSQL store)",
+         "jiggler_aj" => "jiggler #{Jiggler::VERSION} through Active Job (same store)",
          "good_job" => "GoodJob #{versions["good_job"]}", "solid_queue" => "Solid Queue #{versions["solid_queue"]}"}
 puts "#{jobs} noop jobs, concurrency #{concurrency}, #{rounds} rounds, PostgreSQL " \
   "#{database.exec("SHOW server_version").getvalue(0, 0)}, Rails #{versions["rails"]} for the peers"
 puts "| Round | Processor | Enqueue (s) | Spawn to last (s) | Jobs/s | First to last (s) | Jobs/s after first |",
   "|---|---|---|---|---|---|---|"
 results = rounds.times.flat_map do |round|
-  order = round.even? ? ["jiggler", *PEERS] : [*PEERS.reverse, "jiggler"]
+  order = round.even? ? [*OURS, *PEERS] : [*PEERS.reverse, *OURS.reverse]
   order.map do |kind|
     result = run.call(kind)
     puts format("| %d | %s | %.2f | %.2f | %.0f | %.2f | %.0f |", round + 1, label[kind], result[:enqueue],
@@ -111,7 +116,7 @@ end
 
 puts
 rate = ->(kind, key) { results.select { |r| r[:kind] == kind }.map { |r| jobs / r[key] }.sum / rounds }
-PEERS.each do |kind|
-  puts format("jiggler / %s: spawn to last %.2fx, after first %.2fx", label[kind],
-    rate.call("jiggler", :total) / rate.call(kind, :total), rate.call("jiggler", :after_first) / rate.call(kind, :after_first))
+OURS.product(PEERS).each do |ours, kind|
+  puts format("%s / %s: spawn to last %.2fx, after first %.2fx", label[ours], label[kind],
+    rate.call(ours, :total) / rate.call(kind, :total), rate.call(ours, :after_first) / rate.call(kind, :after_first))
 end

@@ -17,7 +17,8 @@ module Bench
       jiggler010: %(gem "jiggler", "0.1.0"\ngem "async", "~> 2.3.0"\ngem "async-io", "~> 1.34.0"\ngem "async-pool", "~> 0.3.0"\ngem "debug", ">= 1.0" # its cli.rb requires "debug"\n),
       profile: %(gemspec path: #{ROOT.dump}\ngem "stackprof", "~> 0.2"\n),
       # GoodJob and Solid Queue on Rails 7.2 (Rails 8 needs Ruby 3.2), for the postgres workload (bench/postgres_peers.rb).
-      pgpeers: %(gem "rails", "~> 7.2.0"\ngem "pg", "~> 1.5"\ngem "good_job", "~> 4.0"\ngem "solid_queue", "~> 1.0"\n),
+      # Ours too (our gemspec), for our Active Job adapter in the same Rails app.
+      pgpeers: %(gem "rails", "~> 7.2.0"\ngem "pg", "~> 1.5"\ngem "good_job", "~> 4.0"\ngem "solid_queue", "~> 1.0"\ngemspec path: #{ROOT.dump}\n),
       # The Rails 7.2 test bundle plus stackprof, for `--profile --workloads activejob`.
       profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n),
       # The same Rails 7.2 bundle plus Sidekiq 7.x, for Sidekiq's own Active Job adapter in the activejob workload.
@@ -74,7 +75,7 @@ module Bench
     def self.install_bundle(key, log)
       dir = File.join(BUNDLES, key.to_s)
       FileUtils.mkdir_p(dir)
-      File.write(File.join(dir, "Gemfile"), %(source "https://rubygems.org"\n\n#{GEMFILES.fetch(key)}))
+      File.write(File.join(dir, "Gemfile"), gemfile(key))
       # Without the caller's own bundle (`bundle exec ruby bench/postgres_peers.rb` sets RUBYOPT=-rbundler/setup).
       clean = ENV.keys.grep(LEAKY).to_h { |name| [name, nil] }
       system(clean.merge(bundle_env_for(key)), "bundle", "install", "--quiet", out: log, err: log)
@@ -123,6 +124,14 @@ module Bench
     end
 
     def self.lockfile(key) = File.join(BUNDLES, key.to_s, "Gemfile.lock")
+
+    def self.gemfile(key) = %(source "https://rubygems.org"\n\n#{GEMFILES.fetch(key)})
+
+    # Whether the isolated bundle is installed from the Gemfile it has now.
+    def self.bundle_current?(key)
+      path = File.join(BUNDLES, key.to_s, "Gemfile")
+      File.exist?(lockfile(key)) && File.exist?(path) && File.read(path) == gemfile(key)
+    end
 
     private
 

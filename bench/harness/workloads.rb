@@ -323,7 +323,7 @@ module Bench
     # that bundle is there).
     def postgres
       jobs = @counts[:postgres]
-      if @options[:quick] && !File.exist?(Processor.lockfile(:pgpeers))
+      if @options[:quick] && !Processor.bundle_current?(:pgpeers)
         return puts("skipping postgres: tmp/bench-bundles/pgpeers/ is not installed (--quick installs nothing)")
       end
       env = {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")}.merge(yjit_env)
@@ -332,7 +332,7 @@ module Bench
       output = IO.popen(env, command, chdir: ROOT, err: [:child, :out], &:read)
       abort "postgres workload failed:\n#{output}" unless $?.success?
       table = output.lines.map(&:chomp).grep(/\A\|/)
-      notes = output.lines.map(&:chomp).grep(/\A(jiggler \/|\d+ noop jobs)/)
+      notes = output.lines.map(&:chomp).grep(/\A(jiggler .* \/ |\d+ noop jobs)/)
       @report.lines("postgres", "PostgreSQL: noop, #{Report.count(jobs)} jobs enqueued before timing, concurrency 10, " \
         "jiggler's PostgreSQL store, GoodJob and Solid Queue on one PostgreSQL", table, note: notes.join("  \n"))
     end

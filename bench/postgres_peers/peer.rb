@@ -1,19 +1,26 @@
 # frozen_string_literal: true
 
-# GoodJob or Solid Queue in a minimal Rails app (Active Record on DATABASE_URL, Active Job, no
-# other framework), for bench/postgres_peers.rb; run in the peers' bundle (tmp/bench-bundles/pgpeers):
+# GoodJob, Solid Queue or jiggler's Active Job adapter in a minimal Rails app (Active Record on
+# DATABASE_URL, Active Job, no other framework), for bench/postgres_peers.rb; run in the peers'
+# bundle (tmp/bench-bundles/pgpeers, which holds our gem too):
 #
-#   ruby peer.rb good_job|solid_queue setup          # makes its tables
-#   ruby peer.rb good_job|solid_queue enqueue JOBS   # perform_all_later of JOBS noop jobs
-#   ruby peer.rb good_job|solid_queue work THREADS   # works all queues until killed
+#   ruby peer.rb good_job|solid_queue|jiggler setup          # makes its tables
+#   ruby peer.rb good_job|solid_queue|jiggler enqueue JOBS   # perform_all_later of JOBS noop jobs
+#   ruby peer.rb good_job|solid_queue|jiggler work THREADS   # works all queues until killed
+#
+# jiggler's store is JIGGLER_DATABASE_URL (its own schema in the same database); its worker is
+# `jiggler -r peer.rb`, which loads this file with PEER_KIND=jiggler set and no step.
 require "bundler/setup"
 require "logger"
 require "rails"
 require "active_record/railtie"
 require "active_job/railtie"
 
-KIND = ARGV[0]
+KIND = ENV["PEER_KIND"] || ARGV[0]
+STEP = ENV["PEER_KIND"] ? nil : ARGV[1]
 require KIND
+# Under `jiggler -r peer.rb` jiggler was loaded before Rails, so its railtie was not: load the adapter by its path.
+require "active_job/queue_adapters/jiggler_adapter" if KIND == "jiggler"
 
 class PeerApp < Rails::Application
   config.load_defaults 7.2
@@ -25,6 +32,8 @@ class PeerApp < Rails::Application
   config.logger = Logger.new($stderr, level: :warn)
   config.active_record.logger = nil
   config.active_job.queue_adapter = KIND.to_sym
+  # jiggler runs jobs on fibers: each job its own Active Record connection (what `jiggler:install` writes).
+  config.active_support.isolation_level = :fiber if KIND == "jiggler"
   config.active_job.logger = Logger.new(nil) if config.respond_to?(:active_job)
   config.solid_queue.logger = Logger.new($stderr, level: :warn) if KIND == "solid_queue"
   if KIND == "good_job"
@@ -40,9 +49,11 @@ class NoopJob < ActiveJob::Base
   def perform = nil
 end
 
-case ARGV[1]
+case STEP
 when "setup"
-  if KIND == "good_job"
+  if KIND == "jiggler"
+    nil # the store makes its schema on first use
+  elsif KIND == "good_job"
     template = Gem.loaded_specs["good_job"].full_gem_path +
       "/lib/generators/good_job/templates/install/migrations/create_good_jobs.rb.erb"
     migration_version = "[7.2]"
@@ -58,7 +69,9 @@ when "enqueue"
   ARGV[2].to_i.times.each_slice(1000) { |slice| ActiveJob.perform_all_later(slice.map { NoopJob.new }) }
 when "work"
   threads = ARGV[2].to_i
-  if KIND == "good_job"
+  if KIND == "jiggler"
+    exec({"PEER_KIND" => "jiggler"}, RbConfig.ruby, Gem.bin_path("jiggler", "jiggler"), "-r", __FILE__, "-c", threads.to_s)
+  elsif KIND == "good_job"
     GoodJob.configuration.options.merge!(threads: threads, queues: "*", poll_interval: 1)
     GoodJob.capsule.start
     sleep
