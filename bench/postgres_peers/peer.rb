@@ -19,8 +19,6 @@ require "active_job/railtie"
 KIND = ENV["PEER_KIND"] || ARGV[0]
 STEP = ENV["PEER_KIND"] ? nil : ARGV[1]
 require KIND
-# Under `jiggler -r peer.rb` jiggler was loaded before Rails, so its railtie was not: load the adapter by its path.
-require "active_job/queue_adapters/jiggler_adapter" if KIND == "jiggler"
 
 class PeerApp < Rails::Application
   config.load_defaults 7.2

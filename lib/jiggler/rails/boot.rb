@@ -19,6 +19,8 @@ module Jiggler
         if file.end_with?("config/environment.rb")
           ENV["RAILS_ENV"] = config[:environment] # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
           load_railtie
+        elsif Gem.loaded_specs.key?("railties")
+          load_railtie # the file may define a Rails app itself (a one-file app), which needs the railtie as it boots
         end
         require file
         return unless eager_load && app?
