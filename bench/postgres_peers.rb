@@ -6,12 +6,14 @@
 #   bundle exec ruby -Ilib bench/postgres_peers.rb [JOBS] [CONCURRENCY] [ROUNDS]
 #
 # (bin/bench --workloads postgres runs it.) Defaults: 20,000 noop jobs, 10 at once (threads for
-# the peers, fibers for jiggler), 2 rounds, the processors alternating within each. Each run: the
-# jobs are enqueued before timing (jiggler: enqueue_bulk; the peers: perform_all_later by 1,000),
+# the peers, fibers for jiggler), 2 rounds, the processors alternating within each: jiggler's own
+# jobs, jiggler through Active Job in the peers' Rails app, GoodJob and Solid Queue. Each run: the
+# jobs are enqueued before timing (jiggler: enqueue_bulk; the others: perform_all_later by 1,000),
 # then one worker process is spawned and timed from the spawn to the last job finished, read from
 # the database every 20 ms (jiggler: its `processed` counter; the peers: rows with finished_at,
 # as both keep finished jobs by default). "after first" leaves the boot out: from the first job
-# finished to the last. GoodJob and Solid Queue (with Rails 7.2 and pg) are installed once into
+# finished to the last. "RSS at the end" is the worker's resident memory (with its forked
+# children) once the last job finished. GoodJob and Solid Queue (with Rails 7.2 and pg) are installed once into
 # tmp/bench-bundles/pgpeers/ (bench/harness/processors.rb); bench/postgres_peers/peer.rb runs them.
 require "jiggler"
 require "pg"
@@ -65,6 +67,23 @@ DONE = {
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+# The text of a process's /proc file; nil once the process has ended.
+def proc_read(pid, file)
+  File.read("/proc/#{pid}/#{file}")
+rescue SystemCallError
+  nil
+end
+
+# The resident memory of a process and of its descendants (Solid Queue's supervisor forks its worker), in kB.
+def tree_rss(pid)
+  parents = Dir["/proc/[0-9]*"].map { |path| File.basename(path).to_i }.to_h do |member|
+    [member, proc_read(member, "stat").to_s[/\) \S (\d+)/, 1].to_i]
+  end
+  tree = [pid]
+  tree.each { |member| tree.concat(parents.select { |_, parent| parent == member }.keys) }
+  tree.sum { |member| proc_read(member, "status").to_s[/VmRSS:\s+(\d+)/, 1].to_i }
+end
+
 run = lambda do |kind|
   base = database.exec(DONE.fetch(kind)).getvalue(0, 0).to_i
   enqueue_started = now
@@ -92,9 +111,10 @@ run = lambda do |kind|
     sleep 0.02
   end
   finished = now
+  rss = tree_rss(pid)
   Process.kill("TERM", pid)
   Process.wait(pid)
-  {kind: kind, enqueue: enqueued, total: finished - started, after_first: finished - first}
+  {kind: kind, enqueue: enqueued, total: finished - started, after_first: finished - first, rss: rss}
 end
 
 label = {"jiggler" => "jiggler #{Jiggler::VERSION} (PostgreSQL store)",
@@ -102,14 +122,14 @@ label = {"jiggler" => "jiggler #{Jiggler::VERSION} (PostgreSQL store)",
          "good_job" => "GoodJob #{versions["good_job"]}", "solid_queue" => "Solid Queue #{versions["solid_queue"]}"}
 puts "#{jobs} noop jobs, concurrency #{concurrency}, #{rounds} rounds, PostgreSQL " \
   "#{database.exec("SHOW server_version").getvalue(0, 0)}, Rails #{versions["rails"]} for the peers"
-puts "| Round | Processor | Enqueue (s) | Spawn to last (s) | Jobs/s | First to last (s) | Jobs/s after first |",
-  "|---|---|---|---|---|---|---|"
+puts "| Round | Processor | Enqueue (s) | Spawn to last (s) | Jobs/s | First to last (s) | Jobs/s after first | RSS at the end (kB) |",
+  "|---|---|---|---|---|---|---|---|"
 results = rounds.times.flat_map do |round|
   order = round.even? ? [*OURS, *PEERS] : [*PEERS.reverse, *OURS.reverse]
   order.map do |kind|
     result = run.call(kind)
-    puts format("| %d | %s | %.2f | %.2f | %.0f | %.2f | %.0f |", round + 1, label[kind], result[:enqueue],
-      result[:total], jobs / result[:total], result[:after_first], (jobs - 1) / result[:after_first])
+    puts format("| %d | %s | %.2f | %.2f | %.0f | %.2f | %.0f | %d |", round + 1, label[kind], result[:enqueue],
+      result[:total], jobs / result[:total], result[:after_first], (jobs - 1) / result[:after_first], result[:rss])
     result
   end
 end

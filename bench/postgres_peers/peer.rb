@@ -27,7 +27,8 @@ class PeerApp < Rails::Application
   config.enable_reloading = false
   config.root = __dir__
   config.secret_key_base = "bench"
-  config.logger = Logger.new($stderr, level: :warn)
+  config.logger = Logger.new($stderr)
+  config.log_level = :warn # Rails gives its logger this level, whatever the logger had
   config.active_record.logger = nil
   config.active_job.queue_adapter = KIND.to_sym
   # jiggler runs jobs on fibers: each job its own Active Record connection (what `jiggler:install` writes).
