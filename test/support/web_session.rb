@@ -3,6 +3,8 @@
 require "rack/test"
 require "rack/lint"
 require "securerandom"
+require "tmpdir"
+require "fileutils"
 require "jiggler/web"
 
 # Rack::Test against the dashboard wrapped in Rack::Lint, with helpers to build jobs in the store and to post forms
@@ -57,4 +59,38 @@ module WebSession
   end
 
   def body = last_response.body
+
+  # The dashboard on an SQLite file of the test's own instead of the suite's Redis.
+  module OnSQLite
+    def setup
+      super
+      @web_dir = Dir.mktmpdir("jiggler-web")
+    end
+
+    def teardown
+      @sqlite&.close
+      FileUtils.rm_rf(@web_dir)
+      super
+    end
+
+    def sqlite_path = File.join(@web_dir, "jobs.sqlite3")
+
+    def web_store = @sqlite ||= Jiggler::Store::SQLite.new(path: sqlite_path)
+  end
+
+  # The dashboard on the suite's PostgreSQL, in a schema named after the test's namespace.
+  module OnPostgres
+    def setup
+      super
+      require "support/postgres_server"
+    end
+
+    def teardown
+      @postgres&.close
+      PostgresServer.instance.drop_schema(@namespace)
+      super
+    end
+
+    def web_store = @postgres ||= Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+  end
 end

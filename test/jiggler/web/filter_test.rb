@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "jiggler/store/sqlite"
 require "support/web_session"
 
@@ -49,12 +48,11 @@ end
 describe "the set filter on SQLite" do
   include WebSession
   include FilterCases
+  include WebSession::OnSQLite
+end
 
-  before { @dir = Dir.mktmpdir("jiggler-web-filter") }
-  after do
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def web_store = @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
+describe "the set filter on PostgreSQL" do
+  include WebSession
+  include FilterCases
+  include WebSession::OnPostgres
 end

@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "jiggler/store/sqlite"
 require "support/web_session"
 require "support/raw_writes"
@@ -101,19 +100,12 @@ end
 describe "Jiggler::Web with odd data on SQLite" do
   include WebSession
   include OddDataCases
-
-  before { @dir = Dir.mktmpdir("jiggler-web-odd") }
-  after do
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def web_store = @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
+  include WebSession::OnSQLite
 
   it "renders a row whose queue is NULL" do
     web_store.push("default", [payload, payload])
     web_store.push("mail", [payload(queue: "mail")])
-    SQLite3::Database.new(File.join(@dir, "jobs.sqlite3")) do |db|
+    SQLite3::Database.new(sqlite_path) do |db|
       db.busy_timeout = 5_000
       db.execute("UPDATE jobs SET queue = NULL WHERE id = (SELECT min(id) FROM jobs)")
     end

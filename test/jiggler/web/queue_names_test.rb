@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "cgi"
 require "jiggler/store/sqlite"
 require "support/web_session"
@@ -64,12 +63,5 @@ end
 describe "queue names in the dashboard on SQLite" do
   include WebSession
   include QueueNameCases
-
-  before { @dir = Dir.mktmpdir("jiggler-web-names") }
-  after do
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def web_store = @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
+  include WebSession::OnSQLite
 end

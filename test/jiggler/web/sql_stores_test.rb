@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "jiggler/store/sqlite"
 require "support/web_session"
 
@@ -61,24 +60,10 @@ end
 
 describe "Jiggler::Web on the SQLite store" do
   include WebSQLStoreSpecs
-
-  before { @dir = Dir.mktmpdir("jiggler-web") }
-  after do
-    @sqlite&.close
-    FileUtils.rm_rf(@dir)
-  end
-
-  def web_store = @sqlite ||= Jiggler::Store::SQLite.new(path: File.join(@dir, "jobs.sqlite3"))
+  include WebSession::OnSQLite
 end
 
 describe "Jiggler::Web on the PostgreSQL store" do
   include WebSQLStoreSpecs
-
-  before { require "support/postgres_server" }
-  after do
-    @postgres&.close
-    PostgresServer.instance.drop_schema(@namespace)
-  end
-
-  def web_store = @postgres ||= Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+  include WebSession::OnPostgres
 end
