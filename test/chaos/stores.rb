@@ -291,7 +291,7 @@ module Chaos
       lost = rows.select { |_, _, payload| missing.include?(JSON.parse(payload)["args"].first) }
       owners = processes.to_h { |pid, id| [id, pid] }
       ["never ran, by place: #{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
-        "registry: #{sql("SELECT id FROM #{@schema}.processes").flatten}"]
+        "registry: #{registered}"]
     end
 
     def stop(evidence: nil)

@@ -20,18 +20,22 @@ module AdminCommandSpecs
 
   def self.included(base)
     base.class_eval do
-      it "copes with a forged heartbeat and a queue name that is not UTF-8, in status, queues and stop" do
-        skip "PostgreSQL's text columns refuse bytes that are not UTF-8: no queue can be named so" if store.is_a?(Jiggler::Store::Postgres)
+      it "copes with a forged heartbeat in status and stop" do
         store.beat("forged:1", '{"heartbeat":1e400,"started_at":true,"concurrency":[],"hostname":"h","pid":1}', 60)
-        plant_queue(store, "bad\xFFq".b, payload(queue: "bad"))
         data = admin_json("status")
         assert_equal [["forged:1", nil, 0, 0]], data["processes"].map { |row| row.values_at("id", "heartbeat", "started_at", "concurrency") }
-        assert_equal [["bad\uFFFDq", 1, true]], data["queues"].map { |queue| queue.values_at("name", "size", "paused") }
+        assert_equal 0, admin("status").first
+        assert_equal [0, "asked h:1 (forged:1) to stop; it acts at its next heartbeat\n"], admin("stop", "h")
+      end
+
+      it "shows a queue name that is not UTF-8 in status and queues" do
+        skip "PostgreSQL's text columns refuse bytes that are not UTF-8: no queue can be named so" if store.is_a?(Jiggler::Store::Postgres)
+        plant_queue(store, "bad\xFFq".b, payload(queue: "bad"))
+        assert_equal [["bad\uFFFDq", 1, true]], admin_json("status")["queues"].map { |queue| queue.values_at("name", "size", "paused") }
         assert_equal ["bad\uFFFDq"], admin_json("queues")["queues"].map { |queue| queue["name"] }
         status, output = admin("status")
         assert_equal 0, status, output
         assert_match(/^bad\uFFFDq\s+1\s/, output.dup.force_encoding(Encoding::UTF_8))
-        assert_equal [0, "asked h:1 (forged:1) to stop; it acts at its next heartbeat\n"], admin("stop", "h")
       end
 
       it "tells where a job is (job) and how a workflow stands (workflow), and names an unknown workflow" do
