@@ -46,7 +46,7 @@ ENV["PG_BENCH_FILE"] = File.join(postgres.dir, "out.txt")
 require_relative "postgres/jobs"
 Jiggler.store.ping
 database = PG.connect(url)
-clean = ENV.keys.grep(Bench::Processor::LEAKY).to_h { |key| [key, nil] }
+clean = Bench::Processor.unleaked_env
 peer = File.join(__dir__, "postgres_peers", "peer.rb")
 peer_run = lambda do |kind, *args, **options|
   env = clean.merge(peer_env).merge("DATABASE_URL" => "#{url}?pool=#{concurrency + 5}", "RAILS_ENV" => "production",
@@ -58,9 +58,10 @@ PEERS.each do |kind|
   system(env, *command, **options) or abort "#{kind}: setup failed"
 end
 
+PROCESSED = "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)"
 DONE = {
-  "jiggler" => "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)",
-  "jiggler_aj" => "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)",
+  "jiggler" => PROCESSED,
+  "jiggler_aj" => PROCESSED,
   "good_job" => "SELECT count(*) FROM good_jobs WHERE finished_at IS NOT NULL",
   "solid_queue" => "SELECT count(*) FROM solid_queue_jobs WHERE finished_at IS NOT NULL"
 }.freeze

@@ -77,14 +77,15 @@ module Bench
       FileUtils.mkdir_p(dir)
       File.write(File.join(dir, "Gemfile"), gemfile(key))
       # Without the caller's own bundle (`bundle exec ruby bench/postgres_peers.rb` sets RUBYOPT=-rbundler/setup).
-      clean = ENV.keys.grep(LEAKY).to_h { |name| [name, nil] }
-      system(clean.merge(bundle_env_for(key)), "bundle", "install", "--quiet", out: log, err: log)
+      system(unleaked_env.merge(bundle_env_for(key)), "bundle", "install", "--quiet", out: log, err: log)
     end
+
+    # Unsets the variables of the harness's own environment that must not reach a processor (LEAKY).
+    def self.unleaked_env = ENV.keys.grep(LEAKY).to_h { |name| [name, nil] }
 
     # The environment every child process of this processor gets.
     def env(extra = {})
-      base = ENV.keys.grep(LEAKY).to_h { |key| [key, nil] }
-      base.merge(bundle_env).merge(extra)
+      self.class.unleaked_env.merge(bundle_env).merge(extra)
     end
 
     # The command that starts the server (for the bare loop, `jobs_file` is the URL to get).
