@@ -7,7 +7,9 @@ StoreTarget.describe_each("an idle server") do
   include ReliabilityHelper
 
   it "uses at most 0.2% of a core while idle, and starts a job pushed to it within a few ms (p50)" do
-    idle_seconds = 30
+    # Over a minute, as the issue of idle cost asks: CPU time is read in 10 ms ticks, and one garbage collection or
+    # reconnect in 30 s moved a PostgreSQL server from 0.13% to 0.27% (4 ticks to 8).
+    idle_seconds = 60
     server = start_reliable("-c", "5")
     sleep 1 # its start-up work done
     before = cpu_seconds(server.pid)
