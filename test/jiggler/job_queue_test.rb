@@ -6,6 +6,7 @@ require "fileutils"
 require "json"
 require "rbconfig"
 require "jiggler/job_queue"
+require "jiggler/store/sqlite"
 
 # Ruby programs the tests run as child processes, on the queue file named by ARGV[0].
 module JobQueueChildren
@@ -154,8 +155,8 @@ describe Jiggler::JobQueue do
         assert_equal path, queue.path
         assert_equal "wal", pragma(queue.db, "journal_mode")
         assert_equal 1, pragma(queue.db, "synchronous"), "NORMAL"
-        assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
-        assert_equal Jiggler::JobQueue::Schema::APPLICATION_ID, pragma(queue.db, "application_id")
+        assert_equal Jiggler::JobQueue::SCHEMA.version, pragma(queue.db, "user_version")
+        assert_equal Jiggler::JobQueue::SCHEMA.application_id, pragma(queue.db, "application_id")
         @opened = queue
         queue.create({"a" => 1}, "new").id
       end
@@ -213,7 +214,7 @@ describe Jiggler::JobQueue do
           job = queue.get(first)
           assert_equal ["new", {"url" => "https://example.com"}], [job.state, job.payload]
           assert_equal [created("new"), "created"], job.events.map(&:last)
-          assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
+          assert_equal Jiggler::JobQueue::SCHEMA.version, pragma(queue.db, "user_version")
           schema = queue.db.execute("SELECT type, name FROM sqlite_master ORDER BY name")
           tables ||= schema
           assert_equal tables, schema, "reopening must not add or change tables"
@@ -272,52 +273,50 @@ describe Jiggler::JobQueue do
     end
   end
 
-  describe "Schema" do
-    it "is the one place under lib/ that defines the SQLite file's tables, indexes and migrations" do
+  describe "its file" do
+    it "defines its tables in its own schema file, as the SQLite and PostgreSQL stores do theirs, and nowhere else" do
       lib = File.expand_path("../../lib", __dir__)
       ddl = /\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b|PRAGMA\s+user_version\s*=/i
       files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")].select { |file| ddl.match?(File.read(file)) }
-      # The PostgreSQL store's tables live in another database, defined in its own schema file.
-      assert_equal [File.join(lib, "jiggler", "job_queue", "schema.rb"), File.join(lib, "jiggler", "store", "postgres", "schema.rb")],
-        files.sort
+      # sqlite_file/schema.rb runs the SQLite files' migrations and sets their version.
+      schemas = %w[job_queue/schema.rb sqlite_file/schema.rb store/postgres/schema.rb store/sqlite/schema.rb]
+      assert_equal schemas.map { |file| File.join(lib, "jiggler", file) }, files.sort
+    end
+
+    it "is marked as a JobQueue file, not as the SQLite store's" do
+      refute_equal Jiggler::Store::SQLite::SCHEMA.application_id, pragma(queue.db, "application_id")
+      assert_equal [["events"], ["jobs"]], queue.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' " \
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name")
     end
   end
 
-  describe "upgrading a file of schema 3" do
-    # A file as jiggler with schema 3 left it: JobQueue jobs (states stored as text, no modified time) with events,
-    # and a row of the SQLite store (a queue, a run_at).
-    def schema_3_file
+  # The SQLite store keeps its jobs in a file of its own: a JobQueue opened on it must not reach them.
+  describe "on the SQLite store's file" do
+    def store_file_with_a_job
+      store = Jiggler::Store::SQLite.new(path: path)
+      store.push("default", [JSON.generate("jid" => "a", "class" => "HardJob", "args" => [])])
+      store.close
+    end
+
+    it "refuses it, unchanged, and the store still has its job" do
+      store_file_with_a_job
+      assert_refused(path, /is the SQLite store's database, not a Jiggler::JobQueue file/)
+      store = Jiggler::Store::SQLite.new(path: path)
+      assert_equal({"default" => 1}, store.queue_sizes)
+      assert_equal [{"type" => "enqueued"}], store.history("a").map(&:last)
+    ensure
+      store&.close
+    end
+
+    # Until JobQueue took files of its own, it shared the store's (schema 3: JobQueue's rows have no queue).
+    it "refuses a store file from before, with JobQueue rows in it, unchanged" do
       db = SQLite3::Database.new(path)
-      (1..3).each { |step| db.execute_batch(Jiggler::JobQueue::Schema::MIGRATIONS.fetch(step)) }
-      db.execute("PRAGMA application_id = #{Jiggler::JobQueue::Schema::APPLICATION_ID}")
+      (1..3).each { |step| db.execute_batch(Jiggler::Store::SQLite::SCHEMA.migrations.fetch(step)) }
+      db.execute("PRAGMA application_id = #{Jiggler::Store::SQLite::SCHEMA.application_id}")
       db.execute("PRAGMA user_version = 3")
-      db.execute("INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}'), (2, 'new', '{\"n\":2}'), (3, 'done', '{}')")
-      db.execute("INSERT INTO jobs (id, state, queue, run_at, payload) VALUES (4, 'queued', 'default', 100.5, '{\"jid\":\"a\"}')")
-      db.execute("INSERT INTO events (job_id, at, event) VALUES (1, 2000.0, '\"late\"'), (2, 1000.0, '\"early\"'), (4, 100.5, '{\"type\":\"enqueued\"}')")
+      db.execute("INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}')")
       db.close
-    end
-
-    it "gives JobQueue's jobs a modified time (their last event's, else the upgrade's), the store's rows none" do
-      schema_3_file
-      upgraded = Time.now
-      modified = (1..3).map { |id| queue.get(id).modified }
-      assert_equal Jiggler::JobQueue::Schema::VERSION, pragma(queue.db, "user_version")
-      assert_equal [Time.at(2000.0), Time.at(1000.0)], modified.first(2)
-      assert_operator modified[2], :>=, upgraded - 1
-      assert_nil queue.db.get_first_value("SELECT modified FROM jobs WHERE id = 4"), "the store's row keeps modified NULL"
-      assert_nil queue.get(4), "out of JobQueue's sight"
-      assert_equal [2, 1, 3, 2, 1, 3], Array.new(6) { queue.poll(nil, "seen").id }, "least recently modified first; never the store's row"
-    end
-
-    it "keeps the old jobs' states, payloads and events, and the store's row as it was" do
-      schema_3_file
-      assert_equal ["new", {"n" => 1}, ["late"]], queue.get(1).then { |job| [job.state, job.payload, job.events.map(&:last)] }
-      assert_equal [["queued", "default", 100.5, nil]], queue.db.execute("SELECT state, queue, run_at, modified FROM jobs WHERE id = 4")
-      assert_equal [{"type" => "enqueued"}], queue.row_events(4).map(&:last), "its history, for the store"
-      assert_equal [], queue.events(4), "not JobQueue's"
-      indexes = queue.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").flatten
-      assert_includes indexes, "jobs_by_state_modified"
-      assert_includes indexes, "jobs_by_modified"
+      assert_refused(path, /is the SQLite store's database/)
     end
   end
 
@@ -369,9 +368,9 @@ describe Jiggler::JobQueue do
     it "refuses a jiggler database from a newer version, unchanged" do
       Jiggler::JobQueue.open(path) { |queue| queue.create({"keep" => true}, "new") }
       db = SQLite3::Database.new(path)
-      db.execute("PRAGMA user_version = #{Jiggler::JobQueue::Schema::VERSION + 1}")
+      db.execute("PRAGMA user_version = #{Jiggler::JobQueue::SCHEMA.version + 1}")
       db.close
-      assert_refused(path, /newer jiggler \(schema #{Jiggler::JobQueue::Schema::VERSION + 1}/)
+      assert_refused(path, /newer jiggler \(schema #{Jiggler::JobQueue::SCHEMA.version + 1}/)
     end
   end
 
@@ -570,32 +569,6 @@ describe Jiggler::JobQueue do
           "the jobs a process got are the ones the file says it took"
       end
       assert_operator taken.count(&:any?), :>=, 2, "the processes should have polled concurrently (per process: #{taken.map(&:size)})"
-    end
-  end
-
-  describe "on the SQLite store's own file" do
-    it "never sees, takes, changes nor deletes the store's jobs, which then run as usual" do
-      Jiggler.configure do |config|
-        config[:redis_url] = nil
-        config[:sqlite_path] = path
-      end
-      jobs = Array.new(3) { |n| {"jid" => "j#{n}", "name" => "TickJob", "args" => [n], "queue" => "default", "created_at" => 1.0} }
-      Jiggler.store.push("default", jobs.map { |job| Jiggler::Payload.dump(job) })
-      stored = queue.db.execute("SELECT id, state, payload FROM jobs ORDER BY id")
-      mine = queue.create({"name" => "TickJob"}, "queued").id
-      stored.each do |id, _, _|
-        assert_nil queue.get(id)
-        assert_nil queue.cas_state(id, "queued", "taken")
-        assert_nil queue.append_event(id, "mine")
-        assert_equal [], queue.events(id)
-        refute queue.delete(id)
-      end
-      assert_equal mine, queue.poll({state: "queued"}, "a").id
-      assert_equal [nil, nil], [queue.poll({state: "queued"}, "b"), queue.poll({:state => "queued", "name" => "TickJob"}, "c")]
-      assert_equal stored, queue.db.execute("SELECT id, state, payload FROM jobs WHERE id != ? ORDER BY id", [mine])
-      assert_equal [0, 1, 2], Jiggler.store.fetch("p", ["default"], limit: 5).map { |job| Jiggler::Payload.load(job.payload)["args"].first }
-    ensure
-      Jiggler.store.close
     end
   end
 

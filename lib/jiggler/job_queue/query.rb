@@ -67,7 +67,7 @@ module Jiggler
       # 1 and 0.
       def bindable(value)
         case value
-        when Array then State::CODER.dump(value)
+        when Array then SQLiteFile::JSON_CODER.dump(value)
         when true then 1
         when false then 0
         when Symbol then value.to_s

@@ -2,18 +2,16 @@
 
 require "json"
 require "sqlite3"
+require_relative "../sqlite_file"
 
 module Jiggler
   class JobQueue
-    # How a job's state, any JSON value, is kept in the `state` column. A String is stored as TEXT, as it is: the
-    # SQLite store's own states ("queued", "in_flight", ...) are plain strings that its SQL writes and compares
-    # directly, through the same indexes. nil is NULL. Any other JSON value is stored as a BLOB holding its JSON text,
-    # objects with their keys sorted: SQLite never finds a BLOB equal to a TEXT, so `["queued"]` can never match the
-    # string "queued", and two equal values always have the same bytes, so `state = ?` compares them as JSON.
+    # How a job's state, any JSON value, is kept in the `state` column. A String is stored as TEXT, as it is, so the
+    # common states compare through the index as plain text. nil is NULL. Any other JSON value is stored as a BLOB
+    # holding its JSON text, objects with their keys sorted: SQLite never finds a BLOB equal to a TEXT, so `["new"]`
+    # can never match the string "new", and two equal values always have the same bytes, so `state = ?` compares
+    # them as JSON.
     module State
-      # Parses JSON into plain data, whatever the app's JSON options.
-      CODER = JSON::Coder.new(max_nesting: false)
-
       module_function
 
       # @parameter state [Object] a JSON value (a Symbol counts as its String).
@@ -23,7 +21,7 @@ module Jiggler
         case state
         when String, nil then state
         when Symbol then state.to_s
-        else SQLite3::Blob.new(CODER.dump(canonical(state)))
+        else SQLite3::Blob.new(SQLiteFile::JSON_CODER.dump(canonical(state)))
         end
       rescue JSON::GeneratorError => error
         raise ArgumentError, "a job's state must be a JSON value: nil, true, false, a number, a String, or an Array " \
@@ -33,7 +31,7 @@ module Jiggler
       # @parameter value [String | Nil] the column's value.
       # @parameter type [String] its SQLite type, from `typeof(state)`.
       # @returns [Object] the state as it was given to `dump` (Symbols as Strings).
-      def load(value, type) = (type == "blob") ? CODER.load(value) : value
+      def load(value, type) = (type == "blob") ? SQLiteFile::JSON_CODER.load(value) : value
 
       # Object keys as Strings, sorted, at every depth: JSON objects are unordered, and equal states must compare
       # equal in SQL.

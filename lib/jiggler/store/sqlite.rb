@@ -1,10 +1,12 @@
 # frozen_string_literal: true
 
 require "monitor"
-require_relative "../job_queue"
+require_relative "../sqlite_file"
 require_relative "../error"
 require_relative "connection_error"
 require_relative "../config/sqlite_path"
+require_relative "sqlite/schema"
+require_relative "sqlite/database"
 require_relative "sqlite/queue_path"
 require_relative "sqlite/wake"
 require_relative "sqlite/registry"
@@ -25,7 +27,8 @@ require_relative "sqlite/lookups"
 
 module Jiggler
   module Store
-    # The embedded store: one SQLite file (WAL) shared by every process on the machine, built on JobQueue's tables.
+    # The embedded store: one SQLite file (WAL) shared by every process on the machine, with tables of its own
+    # (SCHEMA) reached through Database.
     # A job is one row whose state says where it is (queued, in_flight, scheduled, retry, dead or done); every move
     # is one short transaction, and each job's history is kept as events (enqueued, started, failed, retried, dead,
     # done), readable with `history(jid)`.
@@ -92,24 +95,24 @@ module Jiggler
       # Closes the database connection; the next call opens it again.
       def close
         @lock.synchronize do
-          @queue&.close
-          @queue = nil
+          @database&.close
+          @database = nil
           @doorbell&.close
         end
       end
 
       # Runs a block with the database connection (opened on first use), one caller at a time.
       def with
-        @lock.synchronize { yield job_queue.db }
+        @lock.synchronize { yield database }
       rescue SQLite3::Exception => error
         raise ConnectionError, "#{@path}: #{error.message}"
       end
 
       private
 
-      def job_queue
-        @queue ||= JobQueue.new(file_path, synchronous: @synchronous)
-      rescue JobQueue::OpenError => error
+      def database
+        @database ||= SQLiteFile.open(file_path, SCHEMA, synchronous: @synchronous, connection: Database)
+      rescue SQLiteFile::OpenError => error
         raise ConnectionError, error.message
       end
 
@@ -123,8 +126,8 @@ module Jiggler
       # A write transaction.
       def write
         @lock.synchronize do
-          outermost = !job_queue.db.transaction_active?
-          result = job_queue.transaction { yield job_queue }
+          outermost = !database.transaction_active?
+          result = database.write { yield database }
           ring_if_announced if outermost # once committed: a waiter that looks sooner sees nothing new
           result
         ensure
@@ -138,11 +141,11 @@ module Jiggler
       # @parameter rows [Array([String, Float, String])] queue, run-at time and payload of each.
       # @parameter batch [String | Nil] the batch class, for batch items.
       # @returns [Array(Integer)] the new ids.
-      def insert(queue_db, state, rows, event = nil, batch: nil)
+      def insert(db, state, rows, event = nil, batch: nil)
         rows.each_slice(CHUNK).flat_map do |slice|
-          ids = queue_db.db.execute("INSERT INTO jobs (state, batch, queue, run_at, payload) VALUES " \
+          ids = db.execute("INSERT INTO jobs (state, batch, queue, run_at, payload) VALUES " \
             "#{(["(?, ?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id", slice.flat_map { |row| [state, batch, *row] }).map(&:first)
-          queue_db.add_events(ids.map { |id| [id, {"type" => event}] }) if event
+          db.add_events(ids.map { |id| [id, {"type" => event}] }) if event
           ids
         end
       end
@@ -153,24 +156,24 @@ module Jiggler
       end
 
       # Moves an entry of a set where the block says: to a queue, or into a batch.
-      def enqueue_one(queue_db, id, from, payload, now)
+      def enqueue_one(db, id, from, payload, now)
         destination = yield(from, payload)
-        queue_db.db.execute("UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, payload = ? WHERE id = ?",
+        db.execute("UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, payload = ? WHERE id = ?",
           [destination.batch ? "batching" : "queued", destination.queue, destination.batch, now, destination.payload, id])
-        queue_db.add_event(id, {"type" => (from == :scheduled) ? "enqueued" : "retried"}, at: now)
+        db.add_event(id, {"type" => (from == :scheduled) ? "enqueued" : "retried"}, at: now)
       end
 
       # Finished jobs, and items gone into batches, are kept `done_retention` seconds for their history, then deleted;
       # results and finished workflows are kept until they expire. The scheduler's check runs this.
-      def prune(queue_db, now)
-        queue_db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
-        queue_db.db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
-        prune_workflows(queue_db.db, now)
+      def prune(db, now)
+        db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
+        db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
+        prune_workflows(db, now)
       end
 
       # Drops dead jobs older than `cutoff` and beyond the newest `max`.
-      def trim_dead(queue_db, cutoff, max)
-        queue_db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
+      def trim_dead(db, cutoff, max)
+        db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
           "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
       end
 

@@ -2,6 +2,7 @@
 
 require "rbconfig"
 require "jiggler/store/sqlite"
+require "jiggler/job_queue"
 require_relative "../reliability/helper"
 
 # The real `jiggler` executable on the embedded SQLite store (no REDIS_URL in its environment), with this test process
@@ -169,11 +170,18 @@ describe "jiggler on SQLite" do
     end
 
     it "exits 1 with one line for a jiggler database from a newer version" do
-      Jiggler::JobQueue.open(path) { |queue| queue.create({"keep" => true}, "queued") }
+      Jiggler::Store::SQLite.new(path: path).tap(&:ping).close
       db = SQLite3::Database.new(path)
-      db.execute("PRAGMA user_version = #{Jiggler::JobQueue::Schema::VERSION + 1}")
+      db.execute("PRAGMA user_version = #{Jiggler::Store::SQLite::SCHEMA.version + 1}")
       db.close
       assert_refused(path, /newer jiggler/)
+    end
+
+    # JobQueue keeps files of its own: the store must neither take its jobs nor add its own tables to the file.
+    it "exits 1 with one line for a Jiggler::JobQueue file" do
+      Jiggler::JobQueue.open(path) { |queue| queue.create({"keep" => true}, "queued") }
+      assert_refused(path, /is a Jiggler::JobQueue file, not the SQLite store's database/)
+      Jiggler::JobQueue.open(path) { |queue| assert_equal({"keep" => true}, queue.poll({state: "queued"}, "taken").payload) }
     end
 
     it "exits 1 with one line for a path that cannot be created" do

@@ -68,3 +68,65 @@ describe "Jiggler::Store::SQLite on an in-memory path" do
     ENV["REDIS_URL"], ENV["JIGGLER_SQLITE_PATH"] = saved
   end
 end
+
+# Until Jiggler::JobQueue took files of its own, it kept its jobs in the store's `jobs` table, as rows with no queue.
+# A store file of then (schema 3) upgrades with its jobs and their history; JobQueue's rows move to tables of their
+# own, kept as they were, out of the store's sight.
+describe "Jiggler::Store::SQLite on a file of schema 3" do
+  before do
+    @dir = Dir.mktmpdir("jiggler-sqlite-schema-3")
+    @path = File.join(@dir, "jobs.sqlite3")
+    db = SQLite3::Database.new(@path)
+    schema = Jiggler::Store::SQLite::SCHEMA
+    (1..3).each { |step| db.execute_batch(schema.migrations.fetch(step)) }
+    db.execute("PRAGMA application_id = #{schema.application_id}")
+    db.execute("PRAGMA user_version = 3")
+    db.execute("INSERT INTO jobs (id, state, payload) VALUES (1, 'queued', '{\"n\":1}')")
+    db.execute("INSERT INTO jobs (id, state, queue, run_at, payload) " \
+      "VALUES (2, 'queued', 'default', 100.5, '{\"jid\":\"a\",\"class\":\"HardJob\",\"args\":[]}')")
+    db.execute("INSERT INTO events (job_id, at, event) VALUES (1, 90.0, '\"mine\"'), (2, 100.5, '{\"type\":\"enqueued\"}')")
+    db.close
+    @store = Jiggler::Store::SQLite.new(path: @path)
+  end
+
+  after do
+    @store.close
+    FileUtils.rm_rf(@dir)
+  end
+
+  it "upgrades it, keeping its job and history" do
+    @store.ping
+    version = SQLite3::Database.new(@path).then { |db| db.get_first_value("PRAGMA user_version").tap { db.close } }
+    assert_equal Jiggler::Store::SQLite::SCHEMA.version, version
+    assert_equal [{"type" => "enqueued"}], @store.history("a").map(&:last)
+    assert_equal({"default" => 1}, @store.queue_sizes)
+    fetched = @store.fetch("schema-3", ["default"], limit: 10)
+    assert_equal ["a"], fetched.map { |job| JSON.parse(job.payload)["jid"] }, "only the store's job is fetched"
+  end
+
+  it "moves JobQueue's row and its event to tables of their own, as they were" do
+    @store.ping
+    db = SQLite3::Database.new(@path)
+    assert_equal [[1, "queued", '{"n":1}']], db.execute("SELECT id, state, payload FROM job_queue_jobs")
+    assert_equal [[1, 90.0, '"mine"']], db.execute("SELECT job_id, at, event FROM job_queue_events")
+    assert_equal [[2]], db.execute("SELECT id FROM jobs"), "the store's job alone"
+    assert_equal [[2]], db.execute("SELECT job_id FROM events")
+  ensure
+    db&.close
+  end
+end
+
+describe "Jiggler::Store::SQLite's new file" do
+  it "has only the store's tables: no column or table of Jiggler::JobQueue's" do
+    Dir.mktmpdir("jiggler-sqlite-new") do |dir|
+      store = Jiggler::Store::SQLite.new(path: File.join(dir, "jobs.sqlite3"))
+      columns = store.with { |db| db.execute("SELECT name FROM pragma_table_info('jobs')").flatten }
+      tables = store.with { |db| db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").flatten }
+      refute_includes columns, "modified"
+      assert_empty tables.grep(/job_queue/)
+      assert_includes tables, "jobs"
+    ensure
+      store&.close
+    end
+  end
+end

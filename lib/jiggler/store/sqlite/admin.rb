@@ -71,7 +71,7 @@ module Jiggler
         def history(jid)
           with do |db|
             id = db.get_first_value("SELECT id FROM jobs WHERE json_extract(payload, '$.jid') = ? ORDER BY id DESC LIMIT 1", [jid])
-            id ? job_queue.row_events(id) : []
+            id ? db.events(id) : []
           end
         end
       end

@@ -15,9 +15,9 @@ module Jiggler
         # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of each.
         # @returns [Integer] how many were deleted.
         def delete_set_entries(set, entries)
-          write do |queue_db|
-            ids = entry_ids(queue_db.db, set, entries)
-            queue_db.delete_where("id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
+          write do |db|
+            ids = entry_ids(db, set, entries)
+            db.delete_where("id IN (#{(["?"] * ids.size).join(", ")})", ids) if ids.any?
             ids.size
           end
         end
@@ -26,10 +26,10 @@ module Jiggler
         # @yields {|from, payload| ...} the set and the entry; returns its JobRules::Destination.
         # @returns [Integer] how many moved.
         def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
-          write do |queue_db|
-            rows = entry_rows(queue_db.db, set, entries)
-            rows.each { |id, payload| enqueue_one(queue_db, id, set_state(set).to_sym, payload, now, &destination) }
-            count(queue_db.db, "pushes", rows.size) if rows.any?
+          write do |db|
+            rows = entry_rows(db, set, entries)
+            rows.each { |id, payload| enqueue_one(db, id, set_state(set).to_sym, payload, now, &destination) }
+            count(db, "pushes", rows.size) if rows.any?
             rows.size
           end
         end
@@ -40,10 +40,10 @@ module Jiggler
         # @raises [ArgumentError] for the dead set.
         def kill_set_entries(set, entries, now: Time.now.to_f)
           raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set_state(set) == "dead"
-          write do |queue_db|
-            entry_rows(queue_db.db, set, entries).each do |id, payload|
-              queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, yield(payload), id])
-              queue_db.add_event(id, {"type" => "dead"}, at: now)
+          write do |db|
+            entry_rows(db, set, entries).each do |id, payload|
+              db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, yield(payload), id])
+              db.add_event(id, {"type" => "dead"}, at: now)
             end.size
           end
         end
@@ -51,24 +51,24 @@ module Jiggler
         # Deletes one job waiting in a queue. @parameter payload [String] as queue_entries returned it.
         # @returns [Boolean] whether it was there.
         def delete_queue_entry(name, payload)
-          write do |queue_db|
-            id = queue_db.db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
+          write do |db|
+            id = db.get_first_value("SELECT id FROM jobs WHERE state = 'queued' AND queue = ? AND payload = ? " \
               "ORDER BY run_at, id LIMIT 1", [name, payload])
-            queue_db.delete_where("id = ?", [id]) if id
+            db.delete_where("id = ?", [id]) if id
             !id.nil?
           end
         end
 
         # Stops servers from fetching from a queue; jobs are still pushed to it.
         def pause_queue(name)
-          write { |queue_db| queue_db.db.execute("INSERT OR IGNORE INTO paused_queues (queue) VALUES (?)", [name]) }
+          write { |db| db.execute("INSERT OR IGNORE INTO paused_queues (queue) VALUES (?)", [name]) }
         end
 
         # Lets servers fetch from a paused queue again, waking idle ones.
         def resume_queue(name)
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM paused_queues WHERE queue = ?", [name])
-            count(queue_db.db, "pushes", 1)
+          write do |db|
+            db.execute("DELETE FROM paused_queues WHERE queue = ?", [name])
+            count(db, "pushes", 1)
           end
         end
 
@@ -85,21 +85,21 @@ module Jiggler
 
         def reset_counter(counter)
           raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter.to_s)
-          write { |queue_db| queue_db.db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
+          write { |db| db.execute("DELETE FROM counters WHERE name = ?", [counter.to_s]) }
         end
 
         # Deletes the jobs (in flight too), their history, the registry, paused queues, unique locks, concurrency slots
         # (and jobs waiting for one) and rate windows (part of Store::SQLite#clear_all). Recurring tasks lose their claimed ticks, last runs and
         # switches, but keep the settings servers recorded when they started (they still run them).
         def clear_jobs_and_processes
-          write do |queue_db|
+          write do |db|
             %w[events jobs processes paused_queues results unique_locks limit_slots limit_keys rate_starts rate_plan].each do |table|
-              queue_db.db.execute("DELETE FROM #{table}")
+              db.execute("DELETE FROM #{table}")
             end
-            queue_db.db.execute("DELETE FROM recurring_tasks WHERE definition IS NULL")
-            queue_db.db.execute("UPDATE recurring_tasks SET tick = NULL, last_run = NULL, disabled = 0")
+            db.execute("DELETE FROM recurring_tasks WHERE definition IS NULL")
+            db.execute("UPDATE recurring_tasks SET tick = NULL, last_run = NULL, disabled = 0")
             # The announcement counters stay: listeners compare them with what they saw last.
-            queue_db.db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules', 'cancels')")
+            db.execute("DELETE FROM counters WHERE name NOT IN ('pushes', 'schedules', 'cancels')")
           end
         end
 
@@ -107,9 +107,9 @@ module Jiggler
 
         # Deletes jobs and, in the same transaction, the locks they hold, as deleting one of them does.
         def clear_where(where, values)
-          write do |queue_db|
-            queue_db.db.execute(format(HELD_LOCKS, where), values)
-            queue_db.delete_where(where, values)
+          write do |db|
+            db.execute(format(HELD_LOCKS, where), values)
+            db.delete_where(where, values)
           end
         end
 

@@ -9,9 +9,9 @@ module Jiggler
       module Batches
         # Adds items to a batch. @returns [Integer] how many items the batch holds now.
         def add_to_batch(queue, name, payloads, now)
-          write do |queue_db|
-            insert(queue_db, "batching", payloads.map { |payload| [queue, now, payload] }, "enqueued", batch: name)
-            queue_db.db.get_first_value("SELECT count(*) FROM jobs WHERE state = 'batching' AND queue = ? AND batch = ?", [queue, name])
+          write do |db|
+            insert(db, "batching", payloads.map { |payload| [queue, now, payload] }, "enqueued", batch: name)
+            db.get_first_value("SELECT count(*) FROM jobs WHERE state = 'batching' AND queue = ? AND batch = ?", [queue, name])
           end
         end
 
@@ -20,11 +20,11 @@ module Jiggler
         # @yields {|items| ...} the items' payloads, oldest first; returns the Batch::Formed to write.
         # @returns [Integer] how many items it took.
         def form_batch(queue, name, size:, due_before:, now:)
-          write do |queue_db|
-            rows = queue_db.db.execute("SELECT id, payload, run_at FROM jobs WHERE state = 'batching' AND queue = ? " \
+          write do |db|
+            rows = db.execute("SELECT id, payload, run_at FROM jobs WHERE state = 'batching' AND queue = ? " \
               "AND batch = ? ORDER BY run_at, id LIMIT ?", [queue, name, size])
             next 0 if rows.empty? || (rows.size < size && rows.first.last >= due_before)
-            batch_items(queue_db, queue, rows, yield(rows.map { |_, item| item }), now)
+            batch_items(db, queue, rows, yield(rows.map { |_, item| item }), now)
             rows.size
           end
         end
@@ -42,20 +42,20 @@ module Jiggler
 
         private
 
-        def batch_items(queue_db, queue, rows, formed, now)
+        def batch_items(db, queue, rows, formed, now)
           dead = formed.unreadable.to_h
           ids = rows.filter_map { |id, item, _| id unless dead.key?(item) }
           if formed.payload
-            batch_id = insert(queue_db, "queued", [[queue, now, formed.payload]], "enqueued").first
-            queue_db.db.execute("UPDATE jobs SET state = 'batched', run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")})", [now, *ids])
-            queue_db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => formed.jid}] }, at: now)
-            queue_db.add_event(batch_id, {"type" => "batch", "items" => ids.size}, at: now)
-            count(queue_db.db, "pushes", 1)
+            batch_id = insert(db, "queued", [[queue, now, formed.payload]], "enqueued").first
+            db.execute("UPDATE jobs SET state = 'batched', run_at = ? WHERE id IN (#{(["?"] * ids.size).join(", ")})", [now, *ids])
+            db.add_events(ids.map { |id| [id, {"type" => "batched", "batch" => formed.jid}] }, at: now)
+            db.add_event(batch_id, {"type" => "batch", "items" => ids.size}, at: now)
+            count(db, "pushes", 1)
           end
           rows.each do |id, item, _|
             next unless dead.key?(item)
-            queue_db.db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, dead[item], id])
-            queue_db.add_event(id, {"type" => "dead"}, at: now)
+            db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ? WHERE id = ?", [now, dead[item], id])
+            db.add_event(id, {"type" => "dead"}, at: now)
           end
         end
       end

@@ -21,8 +21,7 @@ module Jiggler
         # @yields {|payload| ...} the job as it waits; returns the payload to store (marked cancelled).
         # @returns [Boolean] whether it was waiting (false: running, finished, or unknown).
         def cancel_waiting(jid, now:, dead_cutoff:, dead_max:)
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             id, state, waiting_key, payload = db.get_first_row(WAITING, [jid, jid])
             next false unless id
             marked = yield(payload)
@@ -30,8 +29,8 @@ module Jiggler
               "WHERE id = ?", [now, marked, id])
             release_held_lock(db, payload, jid)
             forget_waiting_key(db, waiting_key) if state == "waiting"
-            queue_db.add_event(id, {"type" => "cancelled", "by" => cancelled_by(marked)}, at: now)
-            trim_dead(queue_db, dead_cutoff, dead_max)
+            db.add_event(id, {"type" => "cancelled", "by" => cancelled_by(marked)}, at: now)
+            trim_dead(db, dead_cutoff, dead_max)
             true
           end
         end

@@ -17,10 +17,10 @@ module Jiggler
         # @parameter by [String] who asked, as the job's final state will say.
         # @parameter now [Float] epoch seconds.
         def request_cancel(jid, by, now)
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM cancel_requests WHERE at < ?", [now - CANCEL_RETENTION])
-            queue_db.db.execute("INSERT INTO cancel_requests (jid, requested_by, at) VALUES (?, ?, ?)", [jid, by, now])
-            count(queue_db.db, "cancels", 1)
+          write do |db|
+            db.execute("DELETE FROM cancel_requests WHERE at < ?", [now - CANCEL_RETENTION])
+            db.execute("INSERT INTO cancel_requests (jid, requested_by, at) VALUES (?, ?, ?)", [jid, by, now])
+            count(db, "cancels", 1)
           end
           doorbell.ring
         end
@@ -48,7 +48,7 @@ module Jiggler
 
         # Deletes the cancel requests (part of Store::SQLite#clear_all).
         def clear_cancels
-          write { |queue_db| queue_db.db.execute("DELETE FROM cancel_requests") }
+          write { |db| db.execute("DELETE FROM cancel_requests") }
         end
 
         private

@@ -11,16 +11,15 @@ module Jiggler
         # @returns [Boolean | Nil] true: run it; false: it waits; nil: it is no longer in flight here.
         def acquire_slot(process, fetched, key:, limit:, jid:, ttl:, reliable:)
           now = Time.now.to_f
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             db.execute("DELETE FROM limit_slots WHERE key = ? AND expires_at <= ?", [key, now])
             held = db.get_first_value("SELECT count(*) FROM limit_slots WHERE key = ? AND jid = ?", [key, jid]).positive?
             if held || db.get_first_value("SELECT count(*) FROM limit_slots WHERE key = ?", [key]) < limit
               db.execute("INSERT OR REPLACE INTO limit_slots (key, jid, expires_at) VALUES (?, ?, ?)", [key, jid, now + ttl])
               next true
             end
-            id = wait_row(queue_db, process, fetched, key, reliable) or next nil
-            queue_db.add_event(id, {"type" => "waiting", "key" => key}, at: now)
+            id = wait_row(db, process, fetched, key, reliable) or next nil
+            db.add_event(id, {"type" => "waiting", "key" => key}, at: now)
             db.execute("INSERT OR REPLACE INTO limit_keys (key, max, ttl) VALUES (?, ?, ?)", [key, limit, ttl])
             false
           end
@@ -29,13 +28,13 @@ module Jiggler
         # Frees a job's slot and moves the oldest waiting jobs of its key to the head of their queues.
         # @returns [Integer] how many waiting jobs moved.
         def release_slot(key, jid, limit:, ttl:)
-          write { |queue_db| release(queue_db, key, jid, limit, ttl) }
+          write { |db| release(db, key, jid, limit, ttl) }
         end
 
         # Moves waiting jobs of keys whose slots expired. @returns [Integer] how many moved.
         def promote_expired
-          write do |queue_db|
-            queue_db.db.execute("SELECT key, max, ttl FROM limit_keys").sum { |key, limit, ttl| release(queue_db, key, nil, limit, ttl) }
+          write do |db|
+            db.execute("SELECT key, max, ttl FROM limit_keys").sum { |key, limit, ttl| release(db, key, nil, limit, ttl) }
           end
         end
 
@@ -48,17 +47,16 @@ module Jiggler
 
         # Puts the job in its key's waiting list: the in-flight row (if still this process's), or a new row.
         # @returns [Integer | Nil] its id.
-        def wait_row(queue_db, process, fetched, key, reliable)
-          return insert(queue_db, "waiting", [[fetched.queue, Time.now.to_f, fetched.payload]]).first.tap { |id| set_waiting_key(queue_db, id, key) } unless reliable
-          queue_db.db.execute("UPDATE jobs SET state = 'waiting', owner = NULL, waiting_key = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
+        def wait_row(db, process, fetched, key, reliable)
+          return insert(db, "waiting", [[fetched.queue, Time.now.to_f, fetched.payload]]).first.tap { |id| set_waiting_key(db, id, key) } unless reliable
+          db.execute("UPDATE jobs SET state = 'waiting', owner = NULL, waiting_key = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
             [key, fetched.handle, process])
-          fetched.handle if queue_db.db.changes == 1
+          fetched.handle if db.changes == 1
         end
 
-        def set_waiting_key(queue_db, id, key) = queue_db.db.execute("UPDATE jobs SET waiting_key = ? WHERE id = ?", [key, id])
+        def set_waiting_key(db, id, key) = db.execute("UPDATE jobs SET waiting_key = ? WHERE id = ?", [key, id])
 
-        def release(queue_db, key, jid, limit, ttl)
-          db = queue_db.db
+        def release(db, key, jid, limit, ttl)
           now = Time.now.to_f
           db.execute("DELETE FROM limit_slots WHERE key = ? AND (jid = ? OR expires_at <= ?)", [key, jid, now])
           free = limit - db.get_first_value("SELECT count(*) FROM limit_slots WHERE key = ?", [key])
@@ -67,7 +65,7 @@ module Jiggler
           rows.each do |id, waiting_jid|
             db.execute("INSERT OR REPLACE INTO limit_slots (key, jid, expires_at) VALUES (?, ?, ?)", [key, waiting_jid.to_s, now + ttl])
             db.execute("UPDATE jobs SET state = 'queued', waiting_key = NULL WHERE id = ?", [id])
-            queue_db.add_event(id, {"type" => "unblocked"}, at: now)
+            db.add_event(id, {"type" => "unblocked"}, at: now)
           end
           count(db, "pushes", rows.size) if rows.any?
           db.execute("DELETE FROM limit_keys WHERE key = ? AND NOT EXISTS (SELECT 1 FROM jobs WHERE waiting_key = ? AND state = 'waiting')", [key, key])

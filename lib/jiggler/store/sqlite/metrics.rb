@@ -27,8 +27,7 @@ module Jiggler
         # @parameter retention [Numeric] seconds the minute is kept after it ended.
         def add_metrics(minute, classes, retention:)
           now = Time.now.to_i
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             tracked = tracked_classes(db, now)
             classes.each do |name, counts|
               name = tracked_name(db, tracked, name, now)
@@ -41,7 +40,7 @@ module Jiggler
 
         # Deletes the metrics (part of Store::SQLite#clear_all).
         def clear_metrics
-          write { |queue_db| queue_db.db.execute("DELETE FROM metrics") }
+          write { |db| db.execute("DELETE FROM metrics") }
         end
 
         # The counts of each minute of a period, by class.

@@ -12,20 +12,20 @@ module Jiggler
         # Appends jobs to a queue.
         def push(queue, payloads)
           now = Time.now.to_f
-          write do |queue_db|
-            insert(queue_db, "queued", payloads.map { |payload| [queue, now, payload] }, "enqueued")
-            count(queue_db.db, "pushes", payloads.size)
+          write do |db|
+            insert(db, "queued", payloads.map { |payload| [queue, now, payload] }, "enqueued")
+            count(db, "pushes", payloads.size)
           end
         end
 
         # Adds jobs to the scheduled set, announcing them to idle schedulers when one is due sooner than the others.
         # @parameter entries [Array([Float, String])] run-at time and payload.
         def schedule(entries)
-          write do |queue_db|
-            earliest = earliest_due(queue_db.db)
+          write do |db|
+            earliest = earliest_due(db)
             # The queue is known when the job is due.
-            insert(queue_db, "scheduled", entries.map { |at, payload| [nil, at, payload] }, "scheduled")
-            count(queue_db.db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
+            insert(db, "scheduled", entries.map { |at, payload| [nil, at, payload] }, "scheduled")
+            count(db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
           end
         end
 
@@ -33,17 +33,17 @@ module Jiggler
         # skipped.
         # @returns [Array(Fetched)] handles are row ids.
         def fetch(process, queues, limit:, acks: [], reliable: true)
-          write do |queue_db|
-            acknowledge(queue_db, process, acks, reliable)
+          write do |db|
+            acknowledge(db, process, acks, reliable)
             fetched = []
             queues.each do |queue|
               break if limit <= 0
-              rows = take(queue_db, process, queue, limit, reliable)
+              rows = take(db, process, queue, limit, reliable)
               rows.each { |id, payload| fetched << Fetched.new(id, queue, payload) }
               limit -= rows.size
             end
             started = {"type" => "started", "process" => process}
-            queue_db.add_events(fetched.map { |job| [job.handle, started] }) if reliable
+            db.add_events(fetched.map { |job| [job.handle, started] }) if reliable
             fetched
           end
         end
@@ -53,11 +53,11 @@ module Jiggler
         # @parameter failures [Array(Failed)]
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
-          write do |queue_db|
-            moved = failures.select { |failed| fail_one(queue_db, process, failed, reliable) }
-            count(queue_db.db, "failures", moved.count(&:failure?))
-            count(queue_db.db, "schedules", 1) if moved.any? { |failed| failed.set == :scheduled }
-            trim_dead(queue_db, dead_cutoff, dead_max) if failures.any?(&:dead?)
+          write do |db|
+            moved = failures.select { |failed| fail_one(db, process, failed, reliable) }
+            count(db, "failures", moved.count(&:failure?))
+            count(db, "schedules", 1) if moved.any? { |failed| failed.set == :scheduled }
+            trim_dead(db, dead_cutoff, dead_max) if failures.any?(&:dead?)
             moved.size
           end
         end
@@ -66,15 +66,15 @@ module Jiggler
         # @parameter jobs [Array(Fetched) | Nil] the jobs, each with the payload to push; nil: every job the process
         #   holds, as recorded.
         def requeue(process, jobs = nil)
-          write do |queue_db|
+          write do |db|
             jobs ||= in_flight(process)
             jobs.sum do |job|
-              queue_db.db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
+              db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
                 "WHERE id = ? AND state = 'in_flight' AND owner = ?", [job.payload, job.handle, process])
-              moved = queue_db.db.changes
-              queue_db.add_event(job.handle, {"type" => "requeued", "process" => process}) if moved == 1
+              moved = db.changes
+              db.add_event(job.handle, {"type" => "requeued", "process" => process}) if moved == 1
               moved
-            end.tap { |moved| count(queue_db.db, "pushes", moved) if moved.positive? }
+            end.tap { |moved| count(db, "pushes", moved) if moved.positive? }
           end
         end
 
@@ -93,10 +93,10 @@ module Jiggler
         # @parameter handle [Integer] the job's row id.
         # @returns [Boolean] false when the job is no longer in flight for `process`.
         def checkpoint(process, handle, payload)
-          write do |queue_db|
-            queue_db.db.execute("UPDATE jobs SET payload = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
+          write do |db|
+            db.execute("UPDATE jobs SET payload = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
               [payload, handle, process])
-            queue_db.db.changes == 1
+            db.changes == 1
           end
         end
 
@@ -107,56 +107,56 @@ module Jiggler
         # @yields {|from, payload| ...} :scheduled or :retry, and the entry; returns its JobRules::Destination.
         # @returns [Integer] how many moved.
         def enqueue_due(now, &destination)
-          write do |queue_db|
-            due = queue_db.db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
-            due.each { |id, state, payload| enqueue_one(queue_db, id, state.to_sym, payload, now, &destination) }
-            count(queue_db.db, "pushes", due.size) if due.any?
-            prune(queue_db, now)
+          write do |db|
+            due = db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
+            due.each { |id, state, payload| enqueue_one(db, id, state.to_sym, payload, now, &destination) }
+            count(db, "pushes", due.size) if due.any?
+            prune(db, now)
             due.size
           end
         end
 
         private
 
-        def take(queue_db, process, queue, limit, reliable)
-          ids = queue_db.db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
+        def take(db, process, queue, limit, reliable)
+          ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
             "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
           return ids if ids.empty?
           marks = (["?"] * ids.size).join(", ")
           if reliable
-            queue_db.db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
+            db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
           else
-            queue_db.delete_where("id IN (#{marks})", ids.map(&:first))
+            db.delete_where("id IN (#{marks})", ids.map(&:first))
           end
           ids
         end
 
-        def acknowledge(queue_db, process, ids, reliable)
+        def acknowledge(db, process, ids, reliable)
           return if ids.empty?
-          return count(queue_db.db, "processed", ids.size) unless reliable
+          return count(db, "processed", ids.size) unless reliable
           now = Time.now.to_f
           finished = ids.each_slice(CHUNK).sum do |slice|
-            done = queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
+            done = db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
               "WHERE id IN (#{(["?"] * slice.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *slice, process])
-            queue_db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
+            db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
             done.size
           end
           # An acknowledgement sent again after a lost reply counts once.
-          count(queue_db.db, "processed", finished)
+          count(db, "processed", finished)
         end
 
-        def fail_one(queue_db, process, failed, reliable)
+        def fail_one(db, process, failed, reliable)
           set, id = failed.state, failed.fetched.handle
           if reliable
-            queue_db.db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
+            db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
               "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, failed.at, failed.payload, id, process])
-            return false unless queue_db.db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
+            return false unless db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
           else
             # At-most-once jobs left the table when they were fetched.
-            id = insert(queue_db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
+            id = insert(db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
           end
-          queue_db.add_event(id, failed_event(failed))
-          queue_db.add_event(id, {"type" => "dead"}) if failed.set == :dead
+          db.add_event(id, failed_event(failed))
+          db.add_event(id, {"type" => "dead"}) if failed.set == :dead
           true
         end
 

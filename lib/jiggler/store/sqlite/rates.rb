@@ -10,9 +10,8 @@ module Jiggler
         # Takes a start of a rate-limited key's budget, or moves the job from flight to the scheduled set.
         # @returns [true | Float | Nil] true: run it; a time: it waits until then; nil: it is no longer in flight here.
         def acquire_rate(process, fetched, key:, limit:, period:, jid:, reliable:)
-          write do |queue_db|
+          write do |db|
             now = Time.now.to_f # read once the write lock is held, so that starts are recorded in the order taken
-            db = queue_db.db
             db.execute("DELETE FROM rate_starts WHERE key = ? AND at <= ?", [key, now - period])
             db.execute("DELETE FROM rate_plan WHERE key = ? AND at <= ?", [key, now - 2 * period])
             reservation = "r:#{jid}"
@@ -25,7 +24,7 @@ module Jiggler
               next true
             end
             due = returning ? oldest_start(db, key) + period : [now, nth_planned(db, key, limit, now) + period].max
-            defer(queue_db, process, fetched, due, reliable) or next nil
+            defer(db, process, fetched, due, reliable) or next nil
             db.execute("INSERT OR REPLACE INTO rate_plan (key, member, at) VALUES (?, ?, ?)", [key, reservation, due])
             due
           end
@@ -42,16 +41,15 @@ module Jiggler
 
         # Makes the fetched job a scheduled job due at `due`, announced to idle schedulers when it is due sooner than
         # the others, as `schedule` does. @returns [Boolean] false when it is no longer ours.
-        def defer(queue_db, process, fetched, due, reliable)
-          db = queue_db.db
+        def defer(db, process, fetched, due, reliable)
           earliest = earliest_due(db)
           if reliable
             db.execute("UPDATE jobs SET state = 'scheduled', owner = NULL, queue = NULL, run_at = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
               [due, fetched.handle, process])
             return false if db.changes.zero?
-            queue_db.add_event(fetched.handle, {"type" => "rate_limited", "until" => due})
+            db.add_event(fetched.handle, {"type" => "rate_limited", "until" => due})
           else
-            insert(queue_db, "scheduled", [[nil, due, fetched.payload]], "rate_limited")
+            insert(db, "scheduled", [[nil, due, fetched.payload]], "rate_limited")
           end
           count(db, "schedules", 1) if earliest.nil? || due < earliest
           true

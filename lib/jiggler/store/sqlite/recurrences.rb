@@ -10,10 +10,10 @@ module Jiggler
         # Records the tasks servers run, for the dashboard; tasks no longer named are hidden (their state stays).
         # @parameter definitions [Hash(String, String)] task name => its settings as JSON.
         def save_recurring(definitions)
-          write do |queue_db|
-            queue_db.db.execute("UPDATE recurring_tasks SET definition = NULL")
+          write do |db|
+            db.execute("UPDATE recurring_tasks SET definition = NULL")
             definitions.each do |name, json|
-              queue_db.db.execute("INSERT INTO recurring_tasks (name, definition) VALUES (?, ?) " \
+              db.execute("INSERT INTO recurring_tasks (name, definition) VALUES (?, ?) " \
                 "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition", [name, json])
             end
           end
@@ -34,8 +34,7 @@ module Jiggler
         # @returns [Boolean | Nil] whether the job was pushed: false when the task is disabled or the tick already
         #   claimed; nil when the tick was claimed but another job holds the lock.
         def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f, unique: nil)
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             db.execute("INSERT OR IGNORE INTO recurring_tasks (name) VALUES (?)", [task])
             if tick
               db.execute("UPDATE recurring_tasks SET tick = ? WHERE name = ? AND disabled = 0 AND (tick IS NULL OR tick < ?)", [tick, task, tick])
@@ -43,8 +42,8 @@ module Jiggler
             end
             next nil if unique && !take_lock(db, *unique, Time.now.to_f) # the claim stays: the tick is done
             db.execute("UPDATE recurring_tasks SET last_run = ? WHERE name = ?", [now, task])
-            ids = insert(queue_db, "queued", [[queue, now, payload]], "enqueued")
-            queue_db.add_event(ids.first, {"type" => "recurring", "task" => task, "tick" => tick}, at: now)
+            ids = insert(db, "queued", [[queue, now, payload]], "enqueued")
+            db.add_event(ids.first, {"type" => "recurring", "task" => task, "tick" => tick}, at: now)
             count(db, "pushes", 1)
             true
           end
@@ -52,8 +51,8 @@ module Jiggler
 
         # Turns a task's ticks on or off for every server.
         def enable_recurring(task, enabled)
-          write do |queue_db|
-            queue_db.db.execute("INSERT INTO recurring_tasks (name, disabled) VALUES (?, ?) " \
+          write do |db|
+            db.execute("INSERT INTO recurring_tasks (name, disabled) VALUES (?, ?) " \
               "ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled", [task, enabled ? 0 : 1])
           end
         end

@@ -8,15 +8,15 @@ module Jiggler
       module Registry
         # Registers a live process, or refreshes its registration.
         def beat(process, info, ttl)
-          write do |queue_db|
-            queue_db.db.execute("INSERT INTO processes (id, info, expires_at) VALUES (?, ?, ?) " \
+          write do |db|
+            db.execute("INSERT INTO processes (id, info, expires_at) VALUES (?, ?, ?) " \
               "ON CONFLICT (id) DO UPDATE SET info = excluded.info, expires_at = excluded.expires_at",
               [process, info, Time.now.to_f + ttl])
           end
         end
 
         def unregister(process)
-          write { |queue_db| queue_db.db.execute("DELETE FROM processes WHERE id = ?", [process]) }
+          write { |db| db.execute("DELETE FROM processes WHERE id = ?", [process]) }
         end
 
         # The registered processes whose registration expired. @returns [Array(String)]
@@ -24,15 +24,15 @@ module Jiggler
           # Read in a write transaction, so that it waits for another writer's lock as heartbeats do: while a lock
           # holds every heartbeat back, registrations expire without their processes dying, and a reaper that waited
           # too takes the expiries it then sees with the grace it gives any outage (Reaper#registrations_trusted?).
-          write { |queue_db| queue_db.db.execute("SELECT id FROM processes WHERE expires_at <= ?", [Time.now.to_f]).flatten }
+          write { |db| db.execute("SELECT id FROM processes WHERE expires_at <= ?", [Time.now.to_f]).flatten }
         end
 
         # Drops a dead process from the registry once it holds no job in flight.
         def forget(process)
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM processes WHERE id = ? AND expires_at <= ? AND NOT EXISTS " \
+          write do |db|
+            db.execute("DELETE FROM processes WHERE id = ? AND expires_at <= ? AND NOT EXISTS " \
               "(SELECT 1 FROM jobs WHERE owner = ? AND state = 'in_flight')", [process, Time.now.to_f, process])
-            queue_db.db.changes == 1
+            db.changes == 1
           end
         end
 
@@ -44,7 +44,7 @@ module Jiggler
         # Forgets every registered process; jobs held by processes that are gone go back to their queues first.
         def clear_processes
           dead_processes.each { |process| requeue(process) }
-          write { |queue_db| queue_db.db.execute("DELETE FROM processes") }
+          write { |db| db.execute("DELETE FROM processes") }
         end
       end
     end

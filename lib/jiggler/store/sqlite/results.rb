@@ -8,9 +8,9 @@ module Jiggler
         # Stores finished jobs' results for `ttl` seconds. @parameter results [Array([String, String])] jid and JSON.
         def save_results(results, ttl)
           expires_at = Time.now.to_f + ttl
-          write do |queue_db|
+          write do |db|
             results.each do |jid, json|
-              queue_db.db.execute("INSERT OR REPLACE INTO results (jid, value, expires_at) VALUES (?, ?, ?)", [jid, json, expires_at])
+              db.execute("INSERT OR REPLACE INTO results (jid, value, expires_at) VALUES (?, ?, ?)", [jid, json, expires_at])
             end
           end
         end

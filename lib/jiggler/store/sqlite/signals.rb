@@ -14,15 +14,15 @@ module Jiggler
         # @parameter signal [String] "quiet" or "stop".
         def signal_process(process, signal)
           now = Time.now.to_f
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM process_signals WHERE at < ?", [now - SIGNAL_TTL])
-            queue_db.db.execute("INSERT INTO process_signals (process, signal, at) VALUES (?, ?, ?)", [process, signal, now])
+          write do |db|
+            db.execute("DELETE FROM process_signals WHERE at < ?", [now - SIGNAL_TTL])
+            db.execute("INSERT INTO process_signals (process, signal, at) VALUES (?, ?, ?)", [process, signal, now])
           end
         end
 
         # Deletes the requests waiting (part of Store::SQLite#clear_all).
         def clear_signals
-          write { |queue_db| queue_db.db.execute("DELETE FROM process_signals") }
+          write { |db| db.execute("DELETE FROM process_signals") }
         end
 
         # Takes the requests sent to a process, oldest first; each is taken once.
@@ -30,8 +30,8 @@ module Jiggler
         def take_signals(process)
           # A read first: a heartbeat finds none nearly always, and a read does not take the file's write lock.
           return [] unless with { |db| db.get_first_value("SELECT 1 FROM process_signals WHERE process = ? LIMIT 1", [process]) }
-          write do |queue_db|
-            rows = queue_db.db.execute("DELETE FROM process_signals WHERE process = ? RETURNING rowid, signal", [process])
+          write do |db|
+            rows = db.execute("DELETE FROM process_signals WHERE process = ? RETURNING rowid, signal", [process])
             rows.sort.map(&:last)
           end
         end

@@ -12,8 +12,8 @@ module Jiggler
         # @returns [Boolean] whether the job was written.
         def enqueue_unique(lock, jid, ttl, queue:, payload:, at: nil)
           now = Time.now.to_f
-          write do |queue_db|
-            next false unless take_lock(queue_db.db, lock, jid, ttl, now)
+          write do |db|
+            next false unless take_lock(db, lock, jid, ttl, now)
             at ? schedule([[at, payload]]) : push(queue, [payload])
             true
           end
@@ -21,9 +21,9 @@ module Jiggler
 
         # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
         def unlock(lock, jid)
-          write do |queue_db|
-            queue_db.db.execute("DELETE FROM unique_locks WHERE lock = ? AND jid = ?", [lock, jid])
-            queue_db.db.changes == 1
+          write do |db|
+            db.execute("DELETE FROM unique_locks WHERE lock = ? AND jid = ?", [lock, jid])
+            db.changes == 1
           end
         end
 

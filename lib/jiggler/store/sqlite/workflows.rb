@@ -18,8 +18,7 @@ module Jiggler
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
           now = Time.now.to_f
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             db.execute("INSERT INTO workflows (id, steps_left, death_queue, death_payload) VALUES (?, ?, ?, ?)", [id, steps.size, *on_death])
             steps.each_slice(CHUNK) do |slice|
               db.execute("INSERT INTO workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks) VALUES " \
@@ -29,7 +28,7 @@ module Jiggler
                 end)
             end
             roots = steps.select { |_, _, _, waiting| waiting.zero? }
-            insert(queue_db, "queued", roots.map { |_, queue, payload, *| [queue, now, payload] }, "enqueued")
+            insert(db, "queued", roots.map { |_, queue, payload, *| [queue, now, payload] }, "enqueued")
             count(db, "pushes", roots.size) if roots.any?
           end
           nil
@@ -41,14 +40,13 @@ module Jiggler
         # @returns [Boolean] true when this call completed the step; false when it was done before.
         def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
           now = Time.now.to_f
-          write do |queue_db|
-            db = queue_db.db
-            acked = reliable ? acknowledge_step(queue_db, process, fetched.handle, now) : 0
+          write do |db|
+            acked = reliable ? acknowledge_step(db, process, fetched.handle, now) : 0
             # One statement marks it done and ended, telling whether it had ended before (2: its death counted).
             step = db.execute("UPDATE workflow_steps SET done = 1, result = ?, ended = CASE ended WHEN 0 THEN 1 ELSE 2 END " \
               "WHERE workflow = ? AND jid = ? AND done = 0 RETURNING ended, dependants, callbacks", [result, workflow, jid]).first
             count(db, "processed", reliable ? acked : 1) if acked == 1 || (step && !reliable)
-            release_dependants(queue_db, workflow, step, now, retention) if step
+            release_dependants(db, workflow, step, now, retention) if step
             !step.nil?
           end
         end
@@ -58,16 +56,15 @@ module Jiggler
         # pushes its on_death callback, if any. A step the workflow does not hold, or one already done, changes nothing.
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
-          write do |queue_db|
-            db = queue_db.db
+          write do |db|
             next false unless db.get_first_value("SELECT done FROM workflow_steps WHERE workflow = ? AND jid = ?", [workflow, jid]) == 0
             db.execute("UPDATE workflow_steps SET dead = 1 WHERE workflow = ? AND jid = ?", [workflow, jid])
             now = Time.now.to_f
-            end_steps(queue_db, workflow, [jid], now)
+            end_steps(db, workflow, [jid], now)
             # A step ended before had its dependants ended with it: the walk stops there.
             front = [jid]
-            front = end_steps(queue_db, workflow, dependants_of(db, workflow, front), now) until front.empty?
-            first_death(queue_db, workflow, now)
+            front = end_steps(db, workflow, dependants_of(db, workflow, front), now) until front.empty?
+            first_death(db, workflow, now)
           end
         end
 
@@ -97,7 +94,7 @@ module Jiggler
 
         # Deletes every workflow (part of Store::SQLite#clear_all).
         def clear_workflows
-          write { |queue_db| %w[workflow_steps workflows].each { |table| queue_db.db.execute("DELETE FROM #{table}") } }
+          write { |db| %w[workflow_steps workflows].each { |table| db.execute("DELETE FROM #{table}") } }
         end
 
         private
@@ -108,36 +105,35 @@ module Jiggler
           db.execute("DELETE FROM workflows WHERE expires_at <= ?", [now])
         end
 
-        def acknowledge_step(queue_db, process, handle, now)
-          queue_db.db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
+        def acknowledge_step(db, process, handle, now)
+          db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
             [now, handle, process])
-          return 0 unless queue_db.db.changes == 1
-          queue_db.add_event(handle, {"type" => "done"}, at: now)
+          return 0 unless db.changes == 1
+          db.add_event(handle, {"type" => "done"}, at: now)
           1
         end
 
         # Counts a completed step for its dependants and, unless it had ended before, its on_complete callbacks.
-        def release_dependants(queue_db, workflow, (ended, dependants, callbacks), now, retention)
-          db = queue_db.db
+        def release_dependants(db, workflow, (ended, dependants, callbacks), now, retention)
           waiting = dependants.split(",") + ((ended == 1) ? callbacks.split(",") : [])
           ready = waiting.each_slice(CHUNK).flat_map do |slice|
             db.execute("UPDATE workflow_steps SET waiting = waiting - 1 WHERE workflow = ? " \
               "AND jid IN (#{(["?"] * slice.size).join(", ")}) AND waiting > 0 RETURNING jid, waiting, queue, payload", [workflow, *slice])
           end
-          queue_released(queue_db, workflow, ready, now)
+          queue_released(db, workflow, ready, now)
           db.execute("UPDATE workflows SET steps_left = steps_left - 1, expires_at = CASE WHEN steps_left = 1 THEN ? END WHERE id = ?",
             [now + retention, workflow])
         end
 
         # Queues each step whose count reached zero, of the [jid, waiting, queue, payload] rows of a decrement.
-        def queue_released(queue_db, workflow, rows, now)
+        def queue_released(db, workflow, rows, now)
           released = rows.select { |_, waiting, *| waiting.zero? }
           return if released.empty?
-          insert(queue_db, "queued", released.map { |_, _, queue, payload| [queue, now, payload] }, "enqueued")
-          count(queue_db.db, "pushes", released.size)
+          insert(db, "queued", released.map { |_, _, queue, payload| [queue, now, payload] }, "enqueued")
+          count(db, "pushes", released.size)
           # The payload now lives in the job's row.
           released.each_slice(CHUNK) do |slice|
-            queue_db.db.execute("UPDATE workflow_steps SET payload = NULL WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")})",
+            db.execute("UPDATE workflow_steps SET payload = NULL WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")})",
               [workflow, *slice.map(&:first)])
           end
         end
@@ -145,8 +141,7 @@ module Jiggler
         # Ends steps (done, dead or blocked), each once: the on_complete callbacks counting them have as many members
         # less to wait for, and those left with none are queued.
         # @returns [Array(String)] the jids this call ended (not those that had ended before).
-        def end_steps(queue_db, workflow, jids, now)
-          db = queue_db.db
+        def end_steps(db, workflow, jids, now)
           ended = jids.each_slice(CHUNK).flat_map do |slice|
             db.execute("UPDATE workflow_steps SET ended = 1 WHERE workflow = ? AND jid IN (#{(["?"] * slice.size).join(", ")}) " \
               "AND ended = 0 RETURNING jid, callbacks", [workflow, *slice])
@@ -155,7 +150,7 @@ module Jiggler
             db.execute("UPDATE workflow_steps SET waiting = waiting - ? WHERE workflow = ? AND jid = ? AND waiting > 0 " \
               "RETURNING jid, waiting, queue, payload", [members, workflow, callback])
           end
-          queue_released(queue_db, workflow, ready, now)
+          queue_released(db, workflow, ready, now)
           ended.map(&:first)
         end
 
@@ -169,13 +164,13 @@ module Jiggler
 
         # Records the workflow's first death, pushing its on_death callback, if any.
         # @returns [Boolean] true for the first death.
-        def first_death(queue_db, workflow, now)
-          row = queue_db.db.execute("UPDATE workflows SET died = 1 WHERE id = ? AND died = 0 RETURNING death_queue, death_payload", [workflow]).first
+        def first_death(db, workflow, now)
+          row = db.execute("UPDATE workflows SET died = 1 WHERE id = ? AND died = 0 RETURNING death_queue, death_payload", [workflow]).first
           return false unless row
           queue, payload = row
           if payload
-            insert(queue_db, "queued", [[queue, now, payload]], "enqueued")
-            count(queue_db.db, "pushes", 1)
+            insert(db, "queued", [[queue, now, payload]], "enqueued")
+            count(db, "pushes", 1)
           end
           true
         end

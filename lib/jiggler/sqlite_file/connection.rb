@@ -3,7 +3,7 @@
 require "sqlite3"
 
 module Jiggler
-  class JobQueue
+  module SQLiteFile
     # An SQLite connection that keeps its prepared statements: the store runs the same few statements for every
     # batch of jobs, and preparing them again each time costs more than running them.
     class Connection < SQLite3::Database

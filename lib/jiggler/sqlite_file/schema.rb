@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+module Jiggler
+  module SQLiteFile
+    # The tables of one kind of jiggler file, by version, and the mark (SQLite's application_id header field) that
+    # says whose file it is. A new file gets every version; an older one is migrated step by step; a file of the
+    # other kind, one that is not jiggler's, or one from a newer jiggler is refused without being touched.
+    class Schema
+      # The marks of the two kinds ("JIGL" and "JOBQ"), and what each kind is called in messages.
+      STORE = 0x4a49474c
+      JOB_QUEUE = 0x4a4f4251
+      KINDS = {STORE => "the SQLite store's database", JOB_QUEUE => "a Jiggler::JobQueue file"}.freeze
+
+      attr_reader :application_id, :migrations
+
+      # @parameter application_id [Integer] STORE or JOB_QUEUE.
+      # @parameter migrations [Hash(Integer, String | Proc)] each version's SQL, or a Proc given the connection for a
+      #   step that depends on the data, from 1.
+      def initialize(application_id, migrations)
+        @application_id = application_id
+        @kind = KINDS.fetch(application_id)
+        @migrations = migrations
+      end
+
+      # @returns [Integer] the version this jiggler writes.
+      def version = @migrations.keys.max
+
+      # Creates or upgrades the tables; checks the file again inside the transaction, as another process may be
+      # doing the same.
+      # @parameter db [SQLite3::Database] not in a transaction.
+      # @parameter path [String] the file, for messages.
+      # @raises [OpenError] as `check` does.
+      def migrate(db, path)
+        db.transaction(:immediate) do
+          (check(db, path) + 1..version).each do |step|
+            migration = @migrations.fetch(step)
+            migration.respond_to?(:call) ? migration.call(db) : db.execute_batch(migration)
+          end
+          db.execute("PRAGMA application_id = #{@application_id}")
+          db.execute("PRAGMA user_version = #{version}")
+        end
+      end
+
+      # @returns [Integer] the file's version (0 for a new file).
+      # @raises [OpenError] for a file of another kind, one that is not jiggler's, or one from a newer jiggler;
+      #   nothing is changed.
+      def check(db, path)
+        # One statement, one snapshot: another process may be creating the tables right now.
+        application, file_version, tables = db.get_first_row(
+          "SELECT (SELECT application_id FROM pragma_application_id), " \
+          "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        )
+        new_file = application.zero? && tables.zero?
+        refuse_other(path, application) unless new_file || application == @application_id
+        if file_version > version
+          raise OpenError, "#{path} was written by a newer jiggler (schema #{file_version}, this one knows " \
+            "#{version}); upgrade jiggler or point it at another file"
+        end
+        file_version
+      end
+
+      private
+
+      def refuse_other(path, application)
+        other = KINDS[application]
+        raise OpenError, "#{path} is not a jiggler database (it holds other tables); nothing was changed" unless other
+        raise OpenError, "#{path} is #{other}, not #{@kind}: each keeps a file of its own; nothing was changed"
+      end
+    end
+  end
+end
