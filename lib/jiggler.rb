@@ -66,7 +66,9 @@ module Jiggler
     # @parameter jid [String] the id `enqueue` returned.
     # @parameter by [String] who cancels, recorded on the job.
     # @returns [Symbol] :removed when it was waiting, :requested when it was not found waiting (running, or gone).
-    def cancel(jid, by: "Jiggler.cancel (pid #{Process.pid})") = Cancellation.cancel(store, jid, by: by, config: config)
+    def cancel(jid, by: "Jiggler.cancel (pid #{Process.pid})")
+      Cancellation.cancel(store, jid, by: by, config: config)
+    end
 
     # Where a job is now: running (with its progress), scheduled, retry, dead, cancelled, waiting (for a concurrency
     # slot, its rate's budget or its workflow dependencies), batched (an item before its batch forms), queued, done or
@@ -78,7 +80,10 @@ module Jiggler
     # The client that `Job.enqueue` writes through.
     # @returns [Client]
     def client
-      @client ||= Client.new(Store.client(config), middleware: config.client_middleware)
+      @client ||= Client.new(
+        Store.client(config),
+        middleware: config.client_middleware
+      )
     end
 
     # Makes this process enqueue through another client (the server installs its fiber-aware one).
@@ -127,8 +132,12 @@ module Jiggler
     def [](key) = @config[key]
 
     def []=(key, value)
-      unless Config::CLIENT_KEYS.include?(Config::FormerSettings.current_name(key) || key)
-        raise Config::InvalidError, "configure_client sets only #{Config::CLIENT_KEYS.join(", ")}; set #{key.inspect} with Jiggler.configure"
+      unless Config::CLIENT_KEYS.include?(
+        Config::FormerSettings.current_name(key) || key
+      )
+        raise Config::InvalidError,
+          "configure_client sets only #{Config::CLIENT_KEYS.join(", ")}; " \
+          "set #{key.inspect} with Jiggler.configure"
       end
       @config[key] = value
     end

@@ -44,16 +44,21 @@ describe "the README and the guides" do
         index += 1
         next
       end
-      finish = (index + 1...lines.size).find { |at| lines[at].start_with?("```") } or raise "#{file}:#{index + 1}: an unclosed code block"
+      finish = (index + 1...lines.size).find do |at|
+        lines[at].start_with?("```")
+      end or raise "#{file}:#{index + 1}: an unclosed code block"
       code = lines[index + 1...finish].join
-      blocks << [code, index + 2] if fence == "ruby" && !code.start_with?("# Gemfile")
+      if fence == "ruby" && !code.start_with?("# Gemfile")
+        blocks << [code, index + 2]
+      end
       index = finish + 1
     end
     blocks
   end
 
   # Runs each block with its own file name and line in backtraces, sharing one binding (and its local variables).
-  runner = "JSON.parse($stdin.read).each { |code, file, line| eval(code, TOPLEVEL_BINDING, file, line) }"
+  runner = "JSON.parse($stdin.read).each { |code, file, line| " \
+    "eval(code, TOPLEVEL_BINDING, file, line) }"
 
   files = ["README.md", *Dir.glob("docs/*.md", base: root).sort]
   ran = {}
@@ -63,16 +68,29 @@ describe "the README and the guides" do
   end
 
   it "links only to files and headings that exist" do
-    slug = ->(heading) { heading.strip.downcase.gsub(/[^\p{L}\p{N}\s_-]/, "").tr(" ", "-") } # GitHub's anchors
-    prose = files.to_h { |file| [file, File.read(File.join(root, file)).gsub(/^```.*?^```/m, "")] }
-    anchors = prose.transform_values { |text| text.scan(/^#+ (.+)$/).flatten.map(&slug) }
+    # GitHub's anchors
+    slug = ->(heading) {
+      heading.strip.downcase.gsub(/[^\p{L}\p{N}\s_-]/, "").tr(" ", "-")
+    }
+    prose = files.to_h do |file|
+      [file, File.read(File.join(root, file)).gsub(/^```.*?^```/m, "")]
+    end
+    anchors = prose.transform_values do |text|
+      text.scan(/^#+ (.+)$/).flatten.map(&slug)
+    end
     broken = prose.flat_map do |file, text|
-      text.scan(/\]\(([^)\s]+)\)/).flatten.reject { |link| link.match?(/\A[a-z]+:/) }.filter_map do |link|
-        path, anchor = link.split("#", 2)
-        target = path.empty? ? file : File.expand_path(path, File.join(root, File.dirname(file))).delete_prefix("#{root}/")
-        next "#{file}: #{link}" unless File.exist?(File.join(root, target))
-        "#{file}: #{link}" if anchor && !anchors.fetch(target, []).include?(anchor)
-      end
+      text.scan(/\]\(([^)\s]+)\)/).flatten
+        .reject { |link| link.match?(/\A[a-z]+:/) }
+        .filter_map do |link|
+          path, anchor = link.split("#", 2)
+          target = path.empty? ? file :
+            File.expand_path(path, File.join(root, File.dirname(file)))
+              .delete_prefix("#{root}/")
+          next "#{file}: #{link}" unless File.exist?(File.join(root, target))
+          if anchor && !anchors.fetch(target, []).include?(anchor)
+            "#{file}: #{link}"
+          end
+        end
     end
     assert_empty broken
   end
@@ -80,7 +98,8 @@ describe "the README and the guides" do
   files.each do |file|
     it "runs every Ruby example of #{file}, in order" do
       blocks = examples.call(file)
-      assert_operator blocks.size, :>=, minimums.fetch(file, 1), "#{file} lost Ruby examples"
+      assert_operator blocks.size, :>=, minimums.fetch(file, 1),
+        "#{file} lost Ruby examples"
       ran[file] = blocks.size
       next if blocks.empty?
 
@@ -91,13 +110,29 @@ describe "the README and the guides" do
       redis.call("DEL", *stale) unless stale.empty?
       redis.close
       Dir.mktmpdir("jiggler-docs") do |dir|
-        env = {"REDIS_URL" => RedisServer.instance.url, "JIGGLER_DATABASE_URL" => nil}
-        env = env.merge("REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => File.join(dir, "jiggler.sqlite3")) if stores[file] == :sqlite
+        env = {
+          "REDIS_URL" => RedisServer.instance.url,
+          "JIGGLER_DATABASE_URL" => nil
+        }
+        if stores[file] == :sqlite
+          env = env.merge(
+            "REDIS_URL" => nil,
+            "JIGGLER_SQLITE_PATH" => File.join(dir, "jiggler.sqlite3")
+          )
+        end
         input = JSON.generate(blocks.map { |code, line| [code, file, line] })
-        output, status = Open3.capture2e(env, RbConfig.ruby, "-I", File.join(root, "lib"), "-rjson", "-e", runner,
-          stdin_data: input, chdir: dir)
+        output, status = Open3.capture2e(
+          env,
+          RbConfig.ruby, "-I", File.join(root, "lib"), "-rjson", "-e", runner,
+          stdin_data: input,
+          chdir: dir
+        )
         assert status.success?, "#{file}: its examples failed:\n#{output}"
-        refute_match(/Error|warning/, output, "#{file}: its examples printed an error or a warning")
+        refute_match(
+          /Error|warning/,
+          output,
+          "#{file}: its examples printed an error or a warning"
+        )
       end
     end
   end

@@ -5,12 +5,15 @@ require "tsort"
 
 # The parts of lib/ load in one direction: a part is a top-level file of lib/jiggler with the folder of the same name
 # (config.rb and config/), or a folder beside lib/jiggler (active_job/, generators/). A `require_relative`, or a
-# `require "jiggler/..."`, from one part to another is an edge; a cycle of edges would make what loads first depend on who asked first.
+# `require "jiggler/..."`, from one part to another is an edge; a cycle of edges would make what loads first
+# depend on who asked first.
 describe "lib's load graph" do
   lib = File.expand_path("../lib", __dir__)
   part = lambda do |path|
     relative = path.delete_prefix("#{lib}/")
-    relative = relative.delete_prefix("jiggler/") unless relative == "jiggler.rb"
+    unless relative == "jiggler.rb"
+      relative = relative.delete_prefix("jiggler/")
+    end
     relative.split("/").first.delete_suffix(".rb")
   end
   edges = Hash.new { |hash, key| hash[key] = [] }
@@ -18,22 +21,33 @@ describe "lib's load graph" do
     from = part.call(file)
     edges[from] # every part is a node, required or not
     source = File.read(file)
-    relative = source.scan(/^\s*require_relative\s+"([^"]+)"/).flatten.map { |path| File.expand_path(path, File.dirname(file)) }
-    absolute = source.scan(/^\s*require\s+"(jiggler(?:\/[^"]+)?)"/).flatten.map { |path| File.join(lib, path) }
+    relative = source.scan(/^\s*require_relative\s+"([^"]+)"/).flatten
+      .map { |path| File.expand_path(path, File.dirname(file)) }
+    absolute = source.scan(/^\s*require\s+"(jiggler(?:\/[^"]+)?)"/).flatten
+      .map { |path| File.join(lib, path) }
     (relative + absolute).each do |required|
       to = part.call(required.end_with?(".rb") ? required : "#{required}.rb")
       edges[from] << to unless to == from
     end
   end
   graph = Object.new
-  graph.define_singleton_method(:tsort_each_node) { |&block| edges.each_key(&block) }
-  graph.define_singleton_method(:tsort_each_child) { |node, &block| edges[node].each(&block) }
+  graph.define_singleton_method(:tsort_each_node) do |&block|
+    edges.each_key(&block)
+  end
+  graph.define_singleton_method(:tsort_each_child) do |node, &block|
+    edges[node].each(&block)
+  end
   graph.extend(TSort)
 
   it "has no cycle between parts" do
-    cycles = graph.strongly_connected_components.select { |component| component.size > 1 }
-    described = cycles.map { |cycle| cycle.map { |node| "#{node} -> #{(edges[node] & cycle).join(", ")}" }.join("; ") }
-    assert_empty described, "parts that require each other, directly or through others"
+    cycles = graph.strongly_connected_components
+      .select { |component| component.size > 1 }
+    described = cycles.map do |cycle|
+      cycle.map { |node| "#{node} -> #{(edges[node] & cycle).join(", ")}" }
+        .join("; ")
+    end
+    assert_empty described,
+      "parts that require each other, directly or through others"
   end
 
   it "sees the parts and their edges" do

@@ -42,9 +42,15 @@ module JigglerTest
 
   # Starts `exe/jiggler -r test/fixtures/jobs.rb` with extra flags, in this test's namespace.
   def start_server(*args, env: {}, wait: true)
-    server = ServerProcess.new("-r", "./test/fixtures/jobs.rb", *args, namespace: @namespace, env: env).start
+    server = ServerProcess.new(
+      "-r", "./test/fixtures/jobs.rb", *args, namespace: @namespace, env: env
+    ).start
     @servers << server
-    wait_for(message: "server start\n#{server.log}") { server.log.include?("started:") || !server.running? } if wait
+    if wait
+      wait_for(message: "server start\n#{server.log}") do
+        server.log.include?("started:") || !server.running?
+      end
+    end
     server
   end
 

@@ -27,8 +27,15 @@ module Jiggler
       jobs, unreadable = parse(queue, items, now)
       return Formed.new(nil, nil, unreadable) if jobs.empty?
       first = jobs.first
-      fields = JobPayload.fields(name: name, queue: queue, retries: first["retries"], created_at: first["created_at"],
-        retry_queue: first["retry_queue"], jids: jobs.map { |item| item["jid"] }, enqueued_at: now)
+      fields = JobPayload.fields(
+        name: name,
+        queue: queue,
+        retries: first["retries"],
+        created_at: first["created_at"],
+        retry_queue: first["retry_queue"],
+        jids: jobs.map { |item| item["jid"] },
+        enqueued_at: now
+      )
       job = JobPayload.job(jobs.map { |item| item["args"] }, fields)
       Formed.new(Payload.dump(job), job["jid"], unreadable)
     end
@@ -40,7 +47,9 @@ module Jiggler
     def form(store, queue, name, size:, interval:, now: Time.now.to_f)
       total = 0
       loop do
-        taken = store.form_batch(queue, name, size: size, due_before: now - interval, now: now) { |items| build(queue, name, items, now) }
+        taken = store.form_batch(
+          queue, name, size: size, due_before: now - interval, now: now
+        ) { |items| build(queue, name, items, now) }
         total += taken
         return total if taken < size
       end

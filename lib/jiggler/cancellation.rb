@@ -23,10 +23,17 @@ module Jiggler
     # @returns [Symbol] :removed when the job was waiting (now cancelled), :requested otherwise: the process that
     #   runs it, if one does, stops it.
     def cancel(store, jid, by:, config: Jiggler.config, now: Time.now.to_f)
-      raise ArgumentError, "cancel takes a job id (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
+      unless jid.is_a?(String) && !jid.empty?
+        raise ArgumentError, "cancel takes a job id (got #{jid.inspect})"
+      end
       store.request_cancel(jid, by.to_s, now)
       taken = nil
-      removed = store.cancel_waiting(jid, now: now, dead_cutoff: now - config[:dead_timeout], dead_max: config[:dead_max_jobs]) do |payload|
+      removed = store.cancel_waiting(
+        jid,
+        now: now,
+        dead_cutoff: now - config[:dead_timeout],
+        dead_max: config[:dead_max_jobs]
+      ) do |payload|
         taken = payload
         marked(payload, by.to_s, now)
       end

@@ -13,7 +13,10 @@ module Jiggler
     # or `prune_queue(queue: "mailers")`.
     def prune_queue(queue_name = nil, name: nil, queue: nil)
       queue_name ||= name || queue
-      raise ArgumentError, "prune_queue needs a queue name: prune_queue(\"default\")" if queue_name.nil? || queue_name.to_s.empty?
+      if queue_name.nil? || queue_name.to_s.empty?
+        raise ArgumentError,
+          "prune_queue needs a queue name: prune_queue(\"default\")"
+      end
       @store.clear_queue(queue_name.to_s)
     end
 

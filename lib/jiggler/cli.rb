@@ -7,7 +7,8 @@ require_relative "config/yaml_file"
 require_relative "rails/boot"
 require_relative "config/recurring_file"
 require_relative "server/supervisor"
-require_relative "store/connection_error" # named by `run`'s rescue, which a signal during the boot may reach first
+# named by `run`'s rescue, which a signal during the boot may reach first
+require_relative "store/connection_error"
 
 module Jiggler
   # The `jiggler` command: reads flags, the config file and the `-r` file, then runs a server until TERM or INT.
@@ -24,9 +25,24 @@ module Jiggler
       "HUP" => :ignore, "USR1" => :ignore, "USR2" => :ignore
     }.freeze
     # The first words that run an admin command (CLI::Admin) instead of a server.
-    ADMIN_COMMANDS = %w[status queues pause resume clear retry kill delete quiet stop cancel job workflow].freeze
+    ADMIN_COMMANDS = %w[
+      status
+      queues
+      pause
+      resume
+      clear
+      retry
+      kill
+      delete
+      quiet
+      stop
+      cancel
+      job
+      workflow
+    ].freeze
     DEFAULT_CONFIG_FILE = "config/jiggler.yml"
-    QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue and an integer priority (-q critical,10)"
+    QUEUE_FORMS = "-q takes queue names (-q default,mailers) or one queue " \
+      "and an integer priority (-q critical,10)"
     INTEGER = /\A[+-]?\d+\z/
     # Seconds past `timeout` a stopping server is given before it exits regardless.
     STOP_GRACE = 4.5
@@ -45,8 +61,10 @@ module Jiggler
       return 0 if flags.nil?
       configure(flags)
       start_servers
-    rescue StartError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
-      warn("jiggler: #{Config::Rules.redact(error.message)}") # an app's error may quote a Redis URL
+    rescue StartError, Config::InvalidError, OptionParser::ParseError,
+      Store::ConnectionError => error
+      # an app's error may quote a Redis URL
+      warn("jiggler: #{Config::Rules.redact(error.message)}")
       1
     end
 
@@ -55,7 +73,9 @@ module Jiggler
     # Every argument must be valid text: OptionParser and the rules for names raise on bytes that are not.
     def check_encoding(argv)
       index = argv.index { |arg| !arg.valid_encoding? } or return
-      raise StartError, "argument #{index + 1} (#{argv[index].b.inspect}) is not valid #{argv[index].encoding} text"
+      raise StartError,
+        "argument #{index + 1} (#{argv[index].b.inspect}) is not valid " \
+        "#{argv[index].encoding} text"
     end
 
     # `jiggler web`: the dashboard alone (see Web::Command).
@@ -81,31 +101,54 @@ module Jiggler
 
     def options(flags)
       OptionParser.new do |opts|
-        opts.banner = "Usage: jiggler [options]\n       jiggler web [-p PORT] [-o HOST]   (the dashboard; see jiggler web --help)\n" \
-          "       jiggler status | queues | pause | resume | clear | retry | kill | delete | quiet | stop | cancel | job | workflow" \
+        opts.banner = "Usage: jiggler [options]\n" \
+          "       jiggler web [-p PORT] [-o HOST]   " \
+          "(the dashboard; see jiggler web --help)\n" \
+          "       jiggler status | queues | pause | resume | clear | retry | " \
+          "kill | delete | quiet | stop | cancel | job | workflow" \
           "   (see jiggler status -h)"
-        opts.on("-c", "--concurrency INT", Integer, "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
-        opts.on("-e", "--environment ENV", "environment (default $APP_ENV or development)") { |v| flags[:environment] = v }
-        opts.on("-q", "--queue QUEUE1,QUEUE2", "queues to work, first listed served first (-q a,b,c);",
-          "or one queue and its priority, higher first (-q critical,10); repeat -q for more") do |value|
+        opts.on("-c", "--concurrency INT", Integer,
+          "jobs run at once (default 10)") { |v| flags[:concurrency] = v }
+        opts.on("-e", "--environment ENV",
+          "environment (default $APP_ENV or development)") do |v|
+          flags[:environment] = v
+        end
+        opts.on("-q", "--queue QUEUE1,QUEUE2",
+          "queues to work, first listed served first (-q a,b,c);",
+          "or one queue and its priority, higher first (-q critical,10); " \
+          "repeat -q for more") do |value|
           (flags[:queues] ||= []).concat(queue_flag(value))
         end
-        opts.on("-w", "--weighted-queue QUEUE,WEIGHT", "a queue served by weight, a share of the jobs each",
+        opts.on("-w", "--weighted-queue QUEUE,WEIGHT",
+          "a queue served by weight, a share of the jobs each",
           "(-w critical,6 -w default,3 -w low,1); instead of -q") do |value|
           (flags[:weighted_queues] ||= []) << weighted_queue_flag(value)
         end
         opts.on("-p", "--processes N",
-          "server processes to fork: 1 to #{Server::Supervisor.max} on this machine,",
+          "server processes to fork: 1 to #{Server::Supervisor.max} " \
+          "on this machine,",
           "or auto for one per core (default 1)") do |value|
           flags[:processes] = processes_flag(value)
         end
-        opts.on("-r", "--require PATH", "file that loads your jobs, or a Rails app directory") { |v| flags[:require] = v }
-        opts.on("-t", "--timeout NUM", Float, "seconds to let jobs finish on shutdown (default 25)") do |value|
+        opts.on("-r", "--require PATH",
+          "file that loads your jobs, or a Rails app directory") do |v|
+          flags[:require] = v
+        end
+        opts.on("-t", "--timeout NUM", Float,
+          "seconds to let jobs finish on shutdown (default 25)") do |value|
           flags[:timeout] = (value % 1).zero? ? value.to_i : value
         end
-        opts.on("-v", "--verbose", "log debug messages") { flags[:verbose] = true }
-        opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| flags[:config_file] = v }
-        opts.on("-V", "--version", "print the version") { puts "jiggler #{VERSION}" or exit }
+        opts.on("-v", "--verbose", "log debug messages") do
+          flags[:verbose] = true
+        end
+        opts.on("-C", "--config PATH",
+          "YAML config file " \
+          "(default #{DEFAULT_CONFIG_FILE} if present)") do |v|
+          flags[:config_file] = v
+        end
+        opts.on("-V", "--version", "print the version") do
+          puts "jiggler #{VERSION}" or exit
+        end
         opts.on("-h", "--help", "print this help") { puts opts or exit }
       end
     end
@@ -114,8 +157,13 @@ module Jiggler
     # @returns [Array(String | [String, Integer])]
     def queue_flag(value)
       parts = value.split(",", -1)
-      return [[parts[0], Integer(parts[1], 10)]] if parts.size == 2 && INTEGER.match?(parts[1])
-      raise StartError, "-q #{value}: #{QUEUE_FORMS}" if parts.empty? || parts.any? { |part| part.empty? || INTEGER.match?(part) }
+      if parts.size == 2 && INTEGER.match?(parts[1])
+        return [[parts[0], Integer(parts[1], 10)]]
+      end
+      if parts.empty? ||
+          parts.any? { |part| part.empty? || INTEGER.match?(part) }
+        raise StartError, "-q #{value}: #{QUEUE_FORMS}"
+      end
       Config::Rules.queues(parts)
       parts
     rescue Config::InvalidError => error
@@ -132,13 +180,15 @@ module Jiggler
       raise StartError, "-p #{value}: #{too_many(max)}" if count && count > max
       return count if count&.positive?
       raise StartError,
-        "-p #{value}: a number of server processes from 1 to #{max}, or auto (one per core)"
+        "-p #{value}: a number of server processes from 1 to #{max}, " \
+        "or auto (one per core)"
     end
 
     def too_many(max)
       per_core = Server::Supervisor::PER_CORE
-      "at most #{max} server processes on this machine (#{per_core} per core, " \
-        "at least #{Server::Supervisor::LEAST_MAX}); for more jobs at once, raise -c"
+      "at most #{max} server processes on this machine " \
+        "(#{per_core} per core, at least #{Server::Supervisor::LEAST_MAX}); " \
+        "for more jobs at once, raise -c"
     end
 
     # `-w name,WEIGHT`: one queue and its weight.
@@ -146,22 +196,34 @@ module Jiggler
     def weighted_queue_flag(value)
       name, weight, *rest = value.split(",", -1)
       pair = [name, INTEGER.match?(weight.to_s) ? Integer(weight, 10) : weight]
-      raise Config::InvalidError, "takes one queue and a positive integer weight" unless rest.empty?
+      unless rest.empty?
+        raise Config::InvalidError,
+          "takes one queue and a positive integer weight"
+      end
       Config::Rules.weighted_queues([pair]).first
     rescue Config::InvalidError => error
-      raise StartError, "-w #{value}: #{error.message.sub(/\Aconfig\[:weighted_queues\] must be /, "")}; e.g. -w critical,6"
+      raise StartError,
+        "-w #{value}: " \
+        "#{error.message.sub(/\Aconfig\[:weighted_queues\] must be /, "")}; " \
+        "e.g. -w critical,6"
     end
 
     def configure(flags)
       config = Jiggler.config
       verbose = flags.delete(:verbose)
       config.apply_flags(flags)
-      load_config_file(config, flags[:config_file] || config[:config_file] || default_config_file)
+      load_config_file(
+        config,
+        flags[:config_file] || config[:config_file] || default_config_file
+      )
       load_app(config[:require])
       Rails::Boot.prepare(config) if Rails::Boot.app?
-      load_config_file(config, config[:config_file]) if config[:config_file] && !@config_file_loaded
+      if config[:config_file] && !@config_file_loaded
+        load_config_file(config, config[:config_file])
+      end
       load_recurring_file(config)
-      Logger.reformat(Jiggler.logger, config[:log_format]) # the config file or the app may have set it
+      # the config file or the app may have set it
+      Logger.reformat(Jiggler.logger, config[:log_format])
       Jiggler.logger.level = ::Logger::DEBUG if verbose
       Jiggler.store.ping
     end
@@ -175,9 +237,15 @@ module Jiggler
     # Tasks of `recurring_file` (config/recurring.yml if present) join those of the config, which win by name; a bad
     # one stops the boot.
     def load_recurring_file(config)
-      path = config[:recurring_file] || (Config::RecurringFile::DEFAULT_PATH if ::File.exist?(Config::RecurringFile::DEFAULT_PATH))
+      path = config[:recurring_file] || (
+        if ::File.exist?(Config::RecurringFile::DEFAULT_PATH)
+          Config::RecurringFile::DEFAULT_PATH
+        end
+      )
       return unless path
-      config[:recurring] = Config::RecurringFile.tasks(path, config[:environment]).merge(config[:recurring])
+      config[:recurring] = Config::RecurringFile
+        .tasks(path, config[:environment])
+        .merge(config[:recurring])
     end
 
     def default_config_file
@@ -185,14 +253,24 @@ module Jiggler
     end
 
     def load_app(path)
-      raise StartError, "nothing to load: pass the file that defines your jobs with -r FILE" unless path
-      file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
-      raise StartError, "cannot load #{file}: no such file" unless ::File.file?(file)
+      unless path
+        raise StartError,
+          "nothing to load: pass the file that defines your jobs with -r FILE"
+      end
+      file = ::File.directory?(path) ?
+        ::File.join(path, "config", "environment.rb") :
+        path
+      unless ::File.file?(file)
+        raise StartError, "cannot load #{file}: no such file"
+      end
       Rails::Boot.require_app(::File.expand_path(file), Jiggler.config)
     rescue SystemExit, SignalException, StartError
       raise
-    rescue Exception => error # rubocop:disable Lint/RescueException -- whatever the file raises becomes one line
-      raise StartError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+    # whatever the file raises becomes one line
+    rescue Exception => error # rubocop:disable Lint/RescueException
+      raise StartError,
+        "#{file} failed to load: " \
+        "#{error.class}: #{error.message.lines.first&.strip}"
     end
 
     # One server in this process, or with `processes` above 1, a supervisor forking that many (see Supervisor).
@@ -201,13 +279,19 @@ module Jiggler
       count = Server::Supervisor.count(Jiggler.config[:processes])
       return serve_status if count == 1
       max = Server::Supervisor.max
-      raise StartError, "config[:processes] #{count}: #{too_many(max)}" if count > max
+      if count > max
+        raise StartError, "config[:processes] #{count}: #{too_many(max)}"
+      end
       # Connections opened while configuring must not be shared with the children: each opens its own.
       Jiggler.store.close
       Jiggler.client = nil
       stop_timeout = Jiggler.config[:timeout] + STOP_GRACE + 1
-      supervisor = Server::Supervisor.new(count: count, stop_timeout: stop_timeout, config: Jiggler.config,
-        logger: Jiggler.logger)
+      supervisor = Server::Supervisor.new(
+        count: count,
+        stop_timeout: stop_timeout,
+        config: Jiggler.config,
+        logger: Jiggler.logger
+      )
       supervisor.run { |identity| supervised_status(identity) }
     end
 
@@ -215,7 +299,9 @@ module Jiggler
     # the supervisor does not replace it.
     def supervised_status(identity)
       status = serve_status(identity)
-      @launcher&.stop_requested? ? Server::Supervisor::STOPPED_ON_REQUEST : status
+      @launcher&.stop_requested? ?
+        Server::Supervisor::STOPPED_ON_REQUEST :
+        status
     end
 
     def serve_status(identity = nil)
@@ -239,7 +325,9 @@ module Jiggler
       Sync do |task|
         config = Jiggler.config.freeze
         identity ||= Server::Identity.new(config)
-        launcher = @launcher = Server::Launcher.new(config: config, identity: identity)
+        launcher = @launcher = Server::Launcher.new(
+          config: config, identity: identity
+        )
         launcher.start(parent: task)
         handle_signals(reader, writer, launcher)
       end
@@ -250,10 +338,16 @@ module Jiggler
       stopping = nil
       while (line = reader.gets)
         case SIGNAL_ACTIONS[line.chomp]
-        when :stop then stopping ? launcher.kill : (stopping = stop_in_background(launcher, writer))
+        when :stop
+          stopping ?
+            launcher.kill :
+            (stopping = stop_in_background(launcher, writer))
         when :quiet then launcher.quiet
         when :dump then dump_tasks
-        when :ignore then Jiggler.logger.info("SIG#{line.chomp} ignored (TERM stops, TSTP quiets)")
+        when :ignore
+          Jiggler.logger.info(
+            "SIG#{line.chomp} ignored (TERM stops, TSTP quiets)"
+          )
         else break
         end
       end
@@ -269,7 +363,10 @@ module Jiggler
       Thread.new do
         reader.read(1)
         sleep(seconds)
-        Jiggler.logger.error("did not stop within #{seconds} s; exiting now, unfinished jobs stay in flight for recovery")
+        Jiggler.logger.error(
+          "did not stop within #{seconds} s; exiting now, " \
+          "unfinished jobs stay in flight for recovery"
+        )
         exit!(1)
       end
       writer
@@ -284,7 +381,11 @@ module Jiggler
     end
 
     def dump_tasks
-      Thread.list.each { |thread| Jiggler.logger.info("thread #{thread.name}: #{thread.backtrace&.first(10)&.join(" < ")}") }
+      Thread.list.each do |thread|
+        Jiggler.logger.info(
+          "thread #{thread.name}: #{thread.backtrace&.first(10)&.join(" < ")}"
+        )
+      end
       tree = StringIO.new
       Async::Task.current.reactor.print_hierarchy(tree)
       Jiggler.logger.info("tasks:\n#{tree.string}")

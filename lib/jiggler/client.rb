@@ -31,11 +31,19 @@ module Jiggler
     # @returns [Array(String | Nil)] the job ids; nil for a unique job whose lock was taken.
     def push(name, args_list, options, at: nil)
       # Jobs built as Hashes: for the middleware, for the locks of unique jobs and the keys of limited ones.
-      return push_jobs(build(name, args_list, options, at), batch: options) unless @middleware.empty? && plain?(options)
+      unless @middleware.empty? && plain?(options)
+        return push_jobs(build(name, args_list, options, at), batch: options)
+      end
       now = Time.now.to_f
       scheduled = at && at > now
       jids = job_ids(args_list.size)
-      payloads = JobPayload.dump_all(jids, args_list, shared_fields(name, options, now, scheduled, enqueued_at: (now unless scheduled)))
+      payloads = JobPayload.dump_all(
+        jids,
+        args_list,
+        shared_fields(
+          name, options, now, scheduled, enqueued_at: (now unless scheduled)
+        )
+      )
       if scheduled
         @store.schedule(payloads.map { |payload| [at, payload] })
       elsif options[:batch_size]
@@ -53,7 +61,9 @@ module Jiggler
     #   class, unique:).
     # @returns [Array(String | Nil)] the ids, nil for each job a middleware stopped or whose unique lock was taken.
     def push_jobs(jobs, batch: nil)
-      passed = @middleware.empty? ? jobs : jobs.select { |job| passes?(@middleware, job) }
+      passed = @middleware.empty? ?
+        jobs :
+        jobs.select { |job| passes?(@middleware, job) }
       written = write(passed, batch).to_h { |jid| [jid, jid] }
       jobs.map { |job| written[job["jid"]] }
     end
@@ -69,7 +79,16 @@ module Jiggler
       job_ids(args_list.size).each_with_index.map do |jid, index|
         args = args_list[index]
         # "limits" is each job's own, computed from its arguments.
-        fields = limited ? shared_fields(name, options, now, scheduled, at: at, limits: LimitedJob.field(name, args, options)) : shared
+        fields = limited ?
+          shared_fields(
+            name,
+            options,
+            now,
+            scheduled,
+            at: at,
+            limits: LimitedJob.field(name, args, options)
+          ) :
+          shared
         JobPayload.job(args, fields, jid: jid)
       end
     end
@@ -77,7 +96,9 @@ module Jiggler
     private
 
     # Whether a class's jobs need nothing but their payloads (no lock, no limit keys).
-    def plain?(options) = !(options[:unique] || options[:concurrency] || options[:rate])
+    def plain?(options)
+      !(options[:unique] || options[:concurrency] || options[:rate])
+    end
 
     # Whether the middleware let the job through (reached the end of the chain).
     def passes?(middleware, job)
@@ -91,10 +112,19 @@ module Jiggler
       return UniqueJob.write(@store, jobs, batch) if batch&.dig(:unique)
       now = Time.now.to_f
       later, due = jobs.partition { |job| job["at"] && job["at"] > now }
-      @store.schedule(later.map { |job| [job["at"], Payload.dump(job.except("at"))] }) if later.any?
-      due.group_by { |job| [batch && job["name"], job["queue"]] }.each do |(name, queue), list|
-        payloads = list.map { |job| Payload.dump(JobPayload.enqueued(job, now)) }
-        batch&.dig(:batch_size) ? add_to_batch(name, payloads, batch.merge(queue: queue), now) : @store.push(queue, payloads)
+      if later.any?
+        @store.schedule(
+          later.map { |job| [job["at"], Payload.dump(job.except("at"))] }
+        )
+      end
+      due.group_by { |job| [batch && job["name"], job["queue"]] }
+        .each do |(name, queue), list|
+        payloads = list.map do |job|
+          Payload.dump(JobPayload.enqueued(job, now))
+        end
+        batch&.dig(:batch_size) ?
+          add_to_batch(name, payloads, batch.merge(queue: queue), now) :
+          @store.push(queue, payloads)
       end
       jobs.map { |job| job["jid"] }
     end
@@ -102,7 +132,14 @@ module Jiggler
     def add_to_batch(name, payloads, options, now)
       size = options[:batch_size]
       return if @store.add_to_batch(options[:queue], name, payloads, now) < size
-      Batch.form(@store, options[:queue], name, size: size, interval: options[:batch_interval], now: now)
+      Batch.form(
+        @store,
+        options[:queue],
+        name,
+        size: size,
+        interval: options[:batch_interval],
+        now: now
+      )
     end
 
     # Unique ids, 24 hex digits each: 16 random ones shared by the call, then a counter.
@@ -113,10 +150,21 @@ module Jiggler
 
     # The fields every job of one call shares, from its class's options. A scheduled item of a batch class is
     # marked, so that the scheduler puts it in its batch when it is due.
-    def shared_fields(name, options, now, scheduled, enqueued_at: nil, at: nil, limits: nil)
-      JobPayload.fields(name: name, queue: options[:queue], retries: options[:retries], created_at: now,
-        retry_queue: options[:retry_queue], timeout: options[:timeout], batch_item: (true if scheduled && options[:batch_size]),
-        limits: limits, enqueued_at: enqueued_at, at: at)
+    def shared_fields(
+      name, options, now, scheduled, enqueued_at: nil, at: nil, limits: nil
+    )
+      JobPayload.fields(
+        name: name,
+        queue: options[:queue],
+        retries: options[:retries],
+        created_at: now,
+        retry_queue: options[:retry_queue],
+        timeout: options[:timeout],
+        batch_item: (true if scheduled && options[:batch_size]),
+        limits: limits,
+        enqueued_at: enqueued_at,
+        at: at
+      )
     end
   end
 end

@@ -49,7 +49,15 @@ module Jiggler
     }.freeze
 
     # The keys that the client uses; `Jiggler.configure_client` accepts only these.
-    CLIENT_KEYS = %i[client_concurrency client_async client_redis_pool redis_url database_url namespace transactional_enqueue].freeze
+    CLIENT_KEYS = %i[
+      client_concurrency
+      client_async
+      client_redis_pool
+      redis_url
+      database_url
+      namespace
+      transactional_enqueue
+    ].freeze
 
     # @parameter store [#call | Nil] returns the store the cleaner works on (`Jiggler.config` passes `Jiggler.store`).
     def initialize(store: nil)
@@ -66,7 +74,9 @@ module Jiggler
     # @parameter key [Symbol] one of DEFAULTS' keys.
     # @returns [Object] the value from the highest layer that sets it.
     def [](key)
-      @flags.fetch(key) { @code.fetch(key) { @file.fetch(key) { default(key) } } }
+      @flags.fetch(key) do
+        @code.fetch(key) { @file.fetch(key) { default(key) } }
+      end
     end
 
     # Sets a setting from code, checking it first.
@@ -100,10 +110,14 @@ module Jiggler
     # `queues` gives way to a `-w` flag, say).
     # @raises [InvalidError] when one layer sets both.
     def weighted?
-      layer = [@flags, @code, @file].find { |values| values.key?(:queues) || values.key?(:weighted_queues) }
+      layer = [@flags, @code, @file].find do |values|
+        values.key?(:queues) || values.key?(:weighted_queues)
+      end
       return false unless layer
       if layer.key?(:queues) && layer.key?(:weighted_queues)
-        raise InvalidError, "set queues (strict priority) or weighted_queues (a share each), not both"
+        raise InvalidError,
+          "set queues (strict priority) or weighted_queues (a share each), " \
+          "not both"
       end
       layer.key?(:weighted_queues)
     end
@@ -130,7 +144,10 @@ module Jiggler
     # @parameter wrapper [#call | Nil]
     # @raises [InvalidError] when it does not respond to #call.
     def job_wrapper=(wrapper)
-      raise InvalidError, "job_wrapper must respond to #call (got #{wrapper.inspect})" unless wrapper.nil? || wrapper.respond_to?(:call)
+      unless wrapper.nil? || wrapper.respond_to?(:call)
+        raise InvalidError,
+          "job_wrapper must respond to #call (got #{wrapper.inspect})"
+      end
       @job_wrapper = wrapper
     end
 
@@ -140,8 +157,9 @@ module Jiggler
     def store_kind
       return :postgres if self[:database_url]
       if self[:transactional_enqueue]
-        raise InvalidError, "transactional_enqueue needs the PostgreSQL store: set database_url (or JIGGLER_DATABASE_URL) " \
-          "to the app's database"
+        raise InvalidError,
+          "transactional_enqueue needs the PostgreSQL store: set " \
+          "database_url (or JIGGLER_DATABASE_URL) to the app's database"
       end
       self[:redis_url] ? :redis : :sqlite
     end
@@ -159,7 +177,9 @@ module Jiggler
     def registration_ttl = self[:recovery_timeout] * 2 / 3.0
 
     # Seconds between heartbeats: `stats_interval`, or less when needed to beat several times per registration.
-    def heartbeat_interval = [self[:stats_interval], self[:recovery_timeout] / 5.0].min
+    def heartbeat_interval
+      [self[:stats_interval], self[:recovery_timeout] / 5.0].min
+    end
 
     # Seconds between the reaper's checks for dead processes.
     def reaper_interval = self[:recovery_timeout] / 5.0
@@ -168,12 +188,23 @@ module Jiggler
     # @returns [Cleaner]
     # @raises [InvalidError] for a Config built without a store.
     def cleaner
-      raise InvalidError, "this Config has no store to clean; use Jiggler.config.cleaner or Jiggler::Cleaner.new(store)" unless @store
+      unless @store
+        raise InvalidError,
+          "this Config has no store to clean; use Jiggler.config.cleaner " \
+          "or Jiggler::Cleaner.new(store)"
+      end
       Cleaner.new(@store.call)
     end
 
     def freeze
-      [@file, @code, @flags, *@handlers.values, @client_middleware, @server_middleware].each(&:freeze)
+      [
+        @file,
+        @code,
+        @flags,
+        *@handlers.values,
+        @client_middleware,
+        @server_middleware
+      ].each(&:freeze)
       super
     end
 
@@ -181,11 +212,17 @@ module Jiggler
 
     def default(key)
       case key
-      when :environment then ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
+      when :environment
+        ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
       when :redis_url then Rules.from_env(:redis_url, "REDIS_URL")
-      when :database_url then Rules.from_env(:database_url, "JIGGLER_DATABASE_URL")
-      when :sqlite_path then Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") || "./jiggler.sqlite3"
-      when :log_format then Rules.from_env(:log_format, "JIGGLER_LOG_FORMAT") || DEFAULTS[:log_format]
+      when :database_url
+        Rules.from_env(:database_url, "JIGGLER_DATABASE_URL")
+      when :sqlite_path
+        Rules.from_env(:sqlite_path, "JIGGLER_SQLITE_PATH") ||
+          "./jiggler.sqlite3"
+      when :log_format
+        Rules.from_env(:log_format, "JIGGLER_LOG_FORMAT") ||
+          DEFAULTS[:log_format]
       when :error_handlers, :death_handlers then @handlers[key]
       else DEFAULTS.fetch(key) { renamed(key) }
       end
@@ -199,7 +236,9 @@ module Jiggler
     end
 
     def check_all(values)
-      values.filter_map { |key, value| FormerSettings.translate(key, value) }.to_h { |key, value| [key, Rules.check(key, value)] }
+      values
+        .filter_map { |key, value| FormerSettings.translate(key, value) }
+        .to_h { |key, value| [key, Rules.check(key, value)] }
     end
   end
 end

@@ -12,8 +12,12 @@ module Jiggler
     # @returns [String]
     def text(value)
       string = value.to_s
-      return string if string.encoding == Encoding::UTF_8 && string.valid_encoding?
-      return string.dup.force_encoding(Encoding::UTF_8).scrub if string.encoding == Encoding::BINARY
+      if string.encoding == Encoding::UTF_8 && string.valid_encoding?
+        return string
+      end
+      if string.encoding == Encoding::BINARY
+        return string.dup.force_encoding(Encoding::UTF_8).scrub
+      end
       string.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
     end
 

@@ -36,12 +36,20 @@ module Jiggler
 
     # Raised by `submit` and `submit!` once `exit` or `kill` has been called (until `start` is called again).
     class ClosedError < StateError
-      def initialize(message = "the executor has exited and accepts no more items") = super
+      def initialize(
+        message = "the executor has exited and accepts no more items"
+      )
+        super
+      end
     end
 
     # Raised by `Future#get` for an item that `kill` dropped before it was processed.
     class KilledError < Error
-      def initialize(message = "the executor was killed before this item was processed") = super
+      def initialize(
+        message = "the executor was killed before this item was processed"
+      )
+        super
+      end
     end
 
     class << self
@@ -96,9 +104,14 @@ module Jiggler
     # @returns [Executor] self.
     # @raises [StateError] while it is running.
     def start(&block)
-      raise ArgumentError, "start needs a block to process items with" unless block
+      unless block
+        raise ArgumentError, "start needs a block to process items with"
+      end
       @mutex.synchronize do
-        raise StateError, "already running: call exit or kill before starting again" if @state == :running
+        if @state == :running
+          raise StateError,
+            "already running: call exit or kill before starting again"
+        end
         build(block)
         @state = :running
       end
@@ -136,7 +149,10 @@ module Jiggler
     # @raises [StateError] before `start`, or when called from inside the block, which would wait for itself.
     # @asynchronous
     def exit
-      raise StateError, "exit from inside the executor's block would wait for itself" if @pool&.member?(Thread.current)
+      if @pool&.member?(Thread.current)
+        raise StateError,
+          "exit from inside the executor's block would wait for itself"
+      end
       pool, buffers, dispatchers = finish(:exited)
       buffers.each(&:close)
       dispatchers.each(&:join)
@@ -155,24 +171,44 @@ module Jiggler
       dispatchers.each(&:join)
       dropped = pool.drain + buffers.flat_map(&:drain)
       dropped.each { |future| future.reject(KilledError.new) }
-      @logger&.warn("executor killed; #{dropped.size} submitted items were dropped unprocessed") if dropped.any?
+      if dropped.any?
+        @logger&.warn(
+          "executor killed; #{dropped.size} submitted items were dropped " \
+          "unprocessed"
+        )
+      end
       nil
     end
 
     # @returns [Boolean] whether `exit` or `kill` has been called.
     def closed? = @state == :exited || @state == :killed
 
-    def inspect = "#<#{self.class} #{@state} #{@options.map { |key, value| "#{key}=#{value.inspect}" }.join(" ")}>"
+    def inspect
+      "#<#{self.class} #{@state} " \
+      "#{@options.map { |key, value| "#{key}=#{value.inspect}" }.join(" ")}>"
+    end
 
     private
 
     def build(block)
-      limit = @options[:batch] ? @options[:batch_size] || @options[:queue_size] : 1
-      @pool = Pool.new(size: @options[:threads], batch: @options[:batch], logger: @logger, &block).start
+      limit =
+        @options[:batch] ? @options[:batch_size] || @options[:queue_size] : 1
+      @pool = Pool.new(
+        size: @options[:threads],
+        batch: @options[:batch],
+        logger: @logger,
+        &block
+      ).start
       @buffers = Array.new(@options[:queues]) do
-        Buffer.new(capacity: @options[:queue_size], limit: limit, interval: @options[:interval])
+        Buffer.new(
+          capacity: @options[:queue_size],
+          limit: limit,
+          interval: @options[:interval]
+        )
       end
-      @dispatchers = @buffers.each_with_index.map { |buffer, index| Dispatcher.new(buffer, @pool, logger: @logger).start(index) }
+      @dispatchers = @buffers.each_with_index.map do |buffer, index|
+        Dispatcher.new(buffer, @pool, logger: @logger).start(index)
+      end
     end
 
     # Moves to a final state (killed stays killed).

@@ -22,7 +22,9 @@ module Jiggler
     # @parameter job [Hash] the payload, with the error fields already recorded.
     # @parameter queue [String]
     def failed(error, job, queue)
-      each(:error_handlers) { |handler| handler.call(error, {job: job, queue: queue}) }
+      each(:error_handlers) do |handler|
+        handler.call(error, {job: job, queue: queue})
+      end
     end
 
     # Reports a job that reached the dead set to every death handler as `call(job, error)`.
@@ -35,8 +37,12 @@ module Jiggler
     def each(key)
       @config[key].each do |handler|
         yield handler
-      rescue Exception => problem # rubocop:disable Lint/RescueException -- a handler's fault is logged, never the server's end
-        @logger.error("#{key} entry #{handler.inspect[0, 80]} raised #{problem.class}: #{problem.message}")
+      # a handler's fault is logged, never the server's end
+      rescue Exception => problem # rubocop:disable Lint/RescueException
+        @logger.error(
+          "#{key} entry #{handler.inspect[0, 80]} raised " \
+          "#{problem.class}: #{problem.message}"
+        )
       end
     end
   end

@@ -15,13 +15,21 @@ module Jiggler
     # Client middleware: `enqueue.jiggler`.
     class Enqueue
       # Publishes the event around the rest of the client chain.
-      def call(job, queue, &block) = ActiveSupport::Notifications.instrument("enqueue.jiggler", job: job, queue: queue, &block)
+      def call(job, queue, &block)
+        ActiveSupport::Notifications.instrument(
+          "enqueue.jiggler", job: job, queue: queue, &block
+        )
+      end
     end
 
     # Server middleware: `perform.jiggler`.
     class Perform
       # Publishes the event around the rest of the server chain.
-      def call(_instance, job, queue, &block) = ActiveSupport::Notifications.instrument("perform.jiggler", job: job, queue: queue, &block)
+      def call(_instance, job, queue, &block)
+        ActiveSupport::Notifications.instrument(
+          "perform.jiggler", job: job, queue: queue, &block
+        )
+      end
     end
 
     # An error handler: `retry.jiggler` for a failure that leaves the job retrying (a dead one is DeathEvent's).
@@ -29,14 +37,22 @@ module Jiggler
       # Publishes the event unless the job is dead.
       def call(error, context)
         job = context[:job]
-        ActiveSupport::Notifications.instrument("retry.jiggler", job: job, error: error) unless job.key?("died_at")
+        unless job.key?("died_at")
+          ActiveSupport::Notifications.instrument(
+            "retry.jiggler", job: job, error: error
+          )
+        end
       end
     end
 
     # A death handler: `death.jiggler`.
     class DeathEvent
       # Publishes the event.
-      def call(job, error) = ActiveSupport::Notifications.instrument("death.jiggler", job: job, error: error)
+      def call(job, error)
+        ActiveSupport::Notifications.instrument(
+          "death.jiggler", job: job, error: error
+        )
+      end
     end
 
     module_function
@@ -46,8 +62,12 @@ module Jiggler
     def install(config)
       config.client_middleware { |chain| chain.add(Enqueue) }
       config.server_middleware { |chain| chain.add(Perform) }
-      config[:error_handlers] << RetryEvent.new unless config[:error_handlers].any?(RetryEvent)
-      config[:death_handlers] << DeathEvent.new unless config[:death_handlers].any?(DeathEvent)
+      unless config[:error_handlers].any?(RetryEvent)
+        config[:error_handlers] << RetryEvent.new
+      end
+      unless config[:death_handlers].any?(DeathEvent)
+        config[:death_handlers] << DeathEvent.new
+      end
     end
   end
 end

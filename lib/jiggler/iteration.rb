@@ -51,7 +51,9 @@ module Jiggler
     # Checks a cursor an Enumerator helper got back. @returns [Integer]
     def self.integer_cursor!(cursor)
       return cursor if cursor.is_a?(Integer)
-      raise Error, "this enumerator's cursor is an Integer (got #{Payload.preview(cursor)}): was the enumerator changed?"
+      raise Error,
+        "this enumerator's cursor is an Integer " \
+        "(got #{Payload.preview(cursor)}): was the enumerator changed?"
     end
 
     # Marks the class: the server gives its jobs their delivery (cursor, checkpoints, stop requests).
@@ -73,26 +75,31 @@ module Jiggler
       @cursor = delivery&.cursor
       enumerator = build_enumerator(*args, cursor: @cursor)
       unless enumerator.is_a?(Enumerator)
-        raise Error, "#{self.class}#build_enumerator must return an Enumerator of [item, cursor] pairs " \
-          "(got #{Payload.preview(enumerator)}); see Jiggler::Iteration::Enumerators"
+        raise Error,
+          "#{self.class}#build_enumerator must return an Enumerator of " \
+          "[item, cursor] pairs (got #{Payload.preview(enumerator)}); " \
+          "see Jiggler::Iteration::Enumerators"
       end
       @cursor.nil? ? on_start : on_resume
       return unless iterate(enumerator, args, delivery)
       on_complete
       nil
     ensure
-      delivery&.keep(@cursor) # a failure, a cancel or a timeout writes the job with it
+      # a failure, a cancel or a timeout writes the job with it
+      delivery&.keep(@cursor)
     end
 
     # Override: the enumerator of [item, cursor] pairs that starts after `cursor` (nil: at the beginning).
     # @returns [Enumerator]
     def build_enumerator(*args, cursor:)
-      raise NotImplementedError, "#{self.class} must define build_enumerator(*args, cursor:)"
+      raise NotImplementedError,
+        "#{self.class} must define build_enumerator(*args, cursor:)"
     end
 
     # Override: does one item; takes the job's arguments after it.
     def each_iteration(item, *args)
-      raise NotImplementedError, "#{self.class} must define each_iteration(item, *args)"
+      raise NotImplementedError,
+        "#{self.class} must define each_iteration(item, *args)"
     end
 
     # Hooks, each called once per run: the first run (`on_start`) or a later one (`on_resume`), a run stopped for the
@@ -138,12 +145,17 @@ module Jiggler
     def cursor!(cursor, item)
       return cursor if cursor.is_a?(Integer) || cursor.is_a?(String)
       if cursor.nil?
-        raise Error, "#{self.class}#build_enumerator must yield [item, cursor] pairs with a cursor that is not nil " \
+        raise Error,
+          "#{self.class}#build_enumerator must yield [item, cursor] pairs " \
+          "with a cursor that is not nil " \
           "(got the item #{Payload.preview(item)} with none)"
       end
       problem = Payload.problem_with(cursor) or return cursor
-      raise Error, "#{self.class}: the cursor #{Payload.preview(cursor)} cannot be saved: #{problem}. A cursor is " \
-        "JSON-native: Integer, String, finite Float, true, false, or Arrays and String-keyed Hashes of these."
+      raise Error,
+        "#{self.class}: the cursor #{Payload.preview(cursor)} cannot be " \
+        "saved: #{problem}. A cursor is JSON-native: Integer, String, " \
+        "finite Float, true, false, or Arrays and String-keyed Hashes " \
+        "of these."
     end
 
     def checkpoint_options

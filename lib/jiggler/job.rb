@@ -31,7 +31,8 @@ module Jiggler
 
     # Notes a batch class's interval.
     def self.batching(interval)
-      @shortest_batch_interval = [@shortest_batch_interval, interval].compact.min
+      @shortest_batch_interval =
+        [@shortest_batch_interval, interval].compact.min
     end
 
     # How many times the app's code was reloaded (a Rails app where code reloads counts each reload): servers look
@@ -86,7 +87,8 @@ module Jiggler
     # @parameter seconds [Numeric] > 0.
     def snooze(seconds)
       unless seconds.is_a?(Numeric) && seconds.to_f.finite? && seconds.positive?
-        raise ArgumentError, "snooze takes a number of seconds > 0 (got #{seconds.inspect})"
+        raise ArgumentError,
+          "snooze takes a number of seconds > 0 (got #{seconds.inspect})"
       end
       throw(SNOOZE, Snooze.new(seconds.to_f))
     end
@@ -101,7 +103,9 @@ module Jiggler
       def job_options(**options)
         unless options.empty?
           @job_options = Options.merge(job_options_in_force, options)
-          Job.batching(@job_options[:batch_interval]) if @job_options[:batch_size]
+          if @job_options[:batch_size]
+            Job.batching(@job_options[:batch_interval])
+          end
         end
         job_options_in_force
       end
@@ -109,7 +113,9 @@ module Jiggler
       # An enqueuer with options that override this class's (queue:, retries:, retry_queue:, timeout:), for one call
       # or a chain.
       # @returns [Enqueuer]
-      def with_options(**options) = Enqueuer.new(self, job_options).with_options(**options)
+      def with_options(**options)
+        Enqueuer.new(self, job_options).with_options(**options)
+      end
 
       # An enqueuer that writes through another client than `Jiggler.client`: one on an application's database
       # connection, say, so the job is written in that connection's transaction (docs/stores.md, "Transactional
@@ -122,18 +128,28 @@ module Jiggler
       def enqueue(*args) = Enqueuer.new(self, job_options).enqueue(*args)
 
       # Enqueues one job per argument list in one round trip. @returns [Array(String)] their ids.
-      def enqueue_bulk(args_list) = Enqueuer.new(self, job_options).enqueue_bulk(args_list)
+      def enqueue_bulk(args_list)
+        Enqueuer.new(self, job_options).enqueue_bulk(args_list)
+      end
 
       # Enqueues one job to run `seconds` from now. @returns [String] its id.
-      def enqueue_in(seconds, *args) = Enqueuer.new(self, job_options).enqueue_in(seconds, *args)
+      def enqueue_in(seconds, *args)
+        Enqueuer.new(self, job_options).enqueue_in(seconds, *args)
+      end
 
       # Enqueues one job to run at `time` (a Time or epoch seconds). @returns [String] its id.
-      def enqueue_at(time, *args) = Enqueuer.new(self, job_options).enqueue_at(time, *args)
+      def enqueue_at(time, *args)
+        Enqueuer.new(self, job_options).enqueue_at(time, *args)
+      end
 
       private
 
       def job_options_in_force
-        @job_options || (superclass.respond_to?(:job_options) ? superclass.job_options : Options::DEFAULTS)
+        @job_options || (
+          superclass.respond_to?(:job_options) ?
+            superclass.job_options :
+            Options::DEFAULTS
+        )
       end
     end
   end

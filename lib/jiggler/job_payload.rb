@@ -12,18 +12,44 @@ module Jiggler
     # they are.
     FIELDS = {
       # Every job's, in the order they are stored; jid and args come first for the client's fast path.
-      jid: "jid", args: "args", name: "name", queue: "queue", retries: "retries", created_at: "created_at",
+      jid: "jid",
+      args: "args",
+      name: "name",
+      queue: "queue",
+      retries: "retries",
+      created_at: "created_at",
       # Set by the job's class, how it was enqueued, or the store's moves.
-      retry_queue: "retry_queue", timeout: "timeout", batch_item: "batch_item", limits: "limits", unique: "unique",
-      wrapper: "wrapper", active_job: "active_job", recurring: "recurring", workflow: "workflow", after: "after",
-      on_complete: "on_complete", jids: "jids", enqueued_at: "enqueued_at",
+      retry_queue: "retry_queue",
+      timeout: "timeout",
+      batch_item: "batch_item",
+      limits: "limits",
+      unique: "unique",
+      wrapper: "wrapper",
+      active_job: "active_job",
+      recurring: "recurring",
+      workflow: "workflow",
+      after: "after",
+      on_complete: "on_complete",
+      jids: "jids",
+      enqueued_at: "enqueued_at",
       # The time a job built to run later runs at, taken off before it is stored.
       at: "at",
       # Its life: failures, deaths, crashes, stops.
-      attempt: "attempt", error_class: "error_class", error_message: "error_message",
-      error_backtrace: "error_backtrace", failed_at: "failed_at", retried_at: "retried_at", died_at: "died_at",
-      crashes: "crashes", deaths_beside: "deaths_beside", suspect: "suspect", raw: "raw", cancelled: "cancelled",
-      snoozes: "snoozes", interruptions: "interruptions", cursor: "cursor"
+      attempt: "attempt",
+      error_class: "error_class",
+      error_message: "error_message",
+      error_backtrace: "error_backtrace",
+      failed_at: "failed_at",
+      retried_at: "retried_at",
+      died_at: "died_at",
+      crashes: "crashes",
+      deaths_beside: "deaths_beside",
+      suspect: "suspect",
+      raw: "raw",
+      cancelled: "cancelled",
+      snoozes: "snoozes",
+      interruptions: "interruptions",
+      cursor: "cursor"
     }.freeze
 
     # Marks a scheduled item of a batch class: when due, it joins its batch, not its queue.
@@ -41,8 +67,24 @@ module Jiggler
     # gets name, queue, retries and created_at; the others come with a class's options or a kind of job. (Keywords
     # set one by one: this runs for every enqueue call and every Active Job job.)
     # @returns [Hash]
-    def fields(name:, queue:, retries: nil, created_at: nil, retry_queue: nil, timeout: nil, batch_item: nil, limits: nil,
-      unique: nil, wrapper: nil, active_job: nil, recurring: nil, jids: nil, raw: nil, enqueued_at: nil, at: nil)
+    def fields(
+      name:,
+      queue:,
+      retries: nil,
+      created_at: nil,
+      retry_queue: nil,
+      timeout: nil,
+      batch_item: nil,
+      limits: nil,
+      unique: nil,
+      wrapper: nil,
+      active_job: nil,
+      recurring: nil,
+      jids: nil,
+      raw: nil,
+      enqueued_at: nil,
+      at: nil
+    )
       fields = {"name" => name, "queue" => queue}
       fields["retries"] = retries unless retries.nil?
       fields["created_at"] = created_at unless created_at.nil?
@@ -64,7 +106,9 @@ module Jiggler
     # A new job's payload: its jid and args first, then `fields`.
     # @parameter fields [Hash] from `fields`.
     # @returns [Hash]
-    def job(args, fields, jid: new_jid) = {"jid" => jid, "args" => args}.merge!(fields)
+    def job(args, fields, jid: new_jid)
+      {"jid" => jid, "args" => args}.merge!(fields)
+    end
 
     # The JSON of many jobs sharing `fields`, written once and spliced after each job's jid and args: the client's
     # fast path, with no Hash per job.
@@ -74,7 +118,9 @@ module Jiggler
     # @returns [Array(String)]
     def dump_all(jids, args_list, fields)
       rest = Payload.dump(fields).delete_prefix("{")
-      jids.each_with_index.map { |jid, index| %({"jid":"#{jid}","args":#{Payload.dump(args_list[index])},#{rest}) }
+      jids.each_with_index.map do |jid, index|
+        %({"jid":"#{jid}","args":#{Payload.dump(args_list[index])},#{rest})
+      end
     end
 
     # A copy of `job` with the fields given set, and those given as nil removed.
@@ -94,28 +140,46 @@ module Jiggler
 
     # A job that failed with `error`, as attempt number `attempt`.
     def failed(job, error, attempt, now)
-      changed(job, attempt: attempt, error_class: error.class.name, error_message: utf8(message(error))[0, MESSAGE_LIMIT],
-        error_backtrace: (error.backtrace || []).first(BACKTRACE_LINES).map { |line| utf8(line) },
-        failed_at: job["failed_at"] || now, retried_at: (attempt > 1) ? now : job["retried_at"])
+      changed(
+        job,
+        attempt: attempt,
+        error_class: error.class.name,
+        error_message: utf8(message(error))[0, MESSAGE_LIMIT],
+        error_backtrace: (error.backtrace || [])
+          .first(BACKTRACE_LINES)
+          .map { |line| utf8(line) },
+        failed_at: job["failed_at"] || now,
+        retried_at: (attempt > 1) ? now : job["retried_at"]
+      )
     end
 
     # A job stamped with the time it went to the dead set.
     def died(job, now) = changed(job, died_at: now)
 
     # A job cancelled (Jiggler.cancel) by `by`: not a failure.
-    def cancelled(job, by, now) = changed(job, cancelled: {"by" => by, "at" => now})
+    def cancelled(job, by, now)
+      changed(job, cancelled: {"by" => by, "at" => now})
+    end
 
     # A job that snoozed (Job#snooze) once more.
     def snoozed(job) = changed(job, snoozes: count(job["snoozes"]) + 1)
 
     # An iterable job that stopped for a shutdown once more, to run again from its cursor.
-    def interrupted(job) = changed(job, interruptions: count(job["interruptions"]) + 1)
+    def interrupted(job)
+      changed(job, interruptions: count(job["interruptions"]) + 1)
+    end
 
     # A job whose process died: the crash is pinned on it when it was held `alone`, with the deaths beside other jobs
     # it was held in, which that explains; else one more death beside others is counted.
     def crashed(job, alone:)
-      return changed(job, deaths_beside: count(job[DEATHS_BESIDE]) + 1) unless alone
-      changed(job, crashes: count(job["crashes"]) + 1 + count(job[DEATHS_BESIDE]), deaths_beside: nil)
+      unless alone
+        return changed(job, deaths_beside: count(job[DEATHS_BESIDE]) + 1)
+      end
+      changed(
+        job,
+        crashes: count(job["crashes"]) + 1 + count(job[DEATHS_BESIDE]),
+        deaths_beside: nil
+      )
     end
 
     # A job marked to run only alone.
@@ -128,12 +192,16 @@ module Jiggler
     # and suspicion: the deaths it was held in did not stop it from moving on, so they are not evidence that it kills
     # its process. A job that kills its process at one item never saves a cursor past it, and still ends in the dead
     # set after `max_crashes` deliveries.
-    def progressed(job) = changed(job, crashes: nil, suspect: nil, deaths_beside: nil)
+    def progressed(job)
+      changed(job, crashes: nil, suspect: nil, deaths_beside: nil)
+    end
 
     # The dead-set job of a payload that cannot be read at all: the error, and the raw text.
     # @parameter queue [String] where it was found.
     def unreadable(payload, queue, error, now)
-      unreadable = job([], fields(name: "(unreadable)", queue: queue, raw: utf8(payload)))
+      unreadable = job(
+        [], fields(name: "(unreadable)", queue: queue, raw: utf8(payload))
+      )
       died(failed(unreadable, error, 1, now), now)
     end
 
@@ -143,19 +211,27 @@ module Jiggler
     def new_jid = SecureRandom.hex(12)
 
     # @raises [ArgumentError] for a field not in FIELDS.
-    def field(key) = FIELDS.fetch(key) { raise ArgumentError, "#{key.inspect} is not a job payload field (JobPayload::FIELDS)" }
+    def field(key)
+      FIELDS.fetch(key) do
+        raise ArgumentError,
+          "#{key.inspect} is not a job payload field (JobPayload::FIELDS)"
+      end
+    end
 
     # An error's message; a job's own exception class may fail to build one.
     def message(error)
       error.message
-    rescue Exception => problem # rubocop:disable Lint/RescueException -- a broken message must not stop the worker
+    # a broken message must not stop the worker
+    rescue Exception => problem # rubocop:disable Lint/RescueException
       "(#{error.class}#message raised #{problem.class})"
     end
 
     # Text as valid UTF-8: binary strings are read as UTF-8, other encodings converted; bad bytes become U+FFFD.
     def utf8(text)
       text = text.to_s
-      return text.dup.force_encoding(Encoding::UTF_8).scrub if text.encoding == Encoding::BINARY
+      if text.encoding == Encoding::BINARY
+        return text.dup.force_encoding(Encoding::UTF_8).scrub
+      end
       text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
     end
   end

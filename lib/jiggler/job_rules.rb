@@ -39,7 +39,9 @@ module Jiggler
     # @returns [Destination]
     def due(from, payload, now)
       job = Payload.load(payload)
-      queue = ((from != :scheduled) && job["retry_queue"]) || job["queue"] || DEFAULT_QUEUE
+      queue = ((from != :scheduled) && job["retry_queue"]) ||
+        job["queue"] ||
+        DEFAULT_QUEUE
       batch = job["name"] if from == :scheduled && batch_item?(job)
       Destination.new(queue, Payload.dump(JobPayload.enqueued(job, now)), batch)
     rescue Payload::MalformedError
@@ -60,12 +62,17 @@ module Jiggler
     # @returns [Death]
     def death(held, max_crashes)
       held.each_with_object(Death.new([], [], [])) do |fetched, death|
-        job = JobPayload.crashed(Payload.load(fetched.payload), alone: held.size == 1)
+        job = JobPayload.crashed(
+          Payload.load(fetched.payload),
+          alone: held.size == 1
+        )
         job = JobPayload.suspected(job) if suspect_from_now?(job, max_crashes)
         if JobPayload.count(job["crashes"]) >= max_crashes
           death.poisoned << [fetched, job]
         else
-          death.requeued << Store::Fetched.new(fetched.handle, fetched.queue, Payload.dump(job))
+          death.requeued << Store::Fetched.new(
+            fetched.handle, fetched.queue, Payload.dump(job)
+          )
         end
       rescue => error # unreadable, or a payload whose fields jiggler cannot use
         death.unreadable << [fetched, error]
@@ -78,7 +85,9 @@ module Jiggler
     def suspect_from_now?(job, max_crashes)
       beside = JobPayload.count(job[JobPayload::DEATHS_BESIDE])
       deaths = JobPayload.count(job["crashes"]) + beside
-      suspect?(job) || beside >= DEATHS_BESIDE_BEFORE_ALONE || deaths >= max_crashes - 1
+      suspect?(job) ||
+        beside >= DEATHS_BESIDE_BEFORE_ALONE ||
+        deaths >= max_crashes - 1
     end
 
     # Whether a parsed payload is a suspect: it runs only alone in its process (Server::Fetcher), so that a death
@@ -99,6 +108,8 @@ module Jiggler
     # The dead-set payload of a payload that cannot be read at all (JobPayload.unreadable).
     # @parameter queue [String] where it was found.
     # @returns [String]
-    def unreadable(payload, queue, error, now) = Payload.dump(JobPayload.unreadable(payload, queue, error, now))
+    def unreadable(payload, queue, error, now)
+      Payload.dump(JobPayload.unreadable(payload, queue, error, now))
+    end
   end
 end

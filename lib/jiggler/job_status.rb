@@ -28,9 +28,15 @@ module Jiggler
     #   "for" ("concurrency" or "rate", with the limit's "key"; "dependencies", with the "workflow" and how many
     #   "dependencies" are left); for "batched", the "batch"; "workflow" for any step of a workflow.
     def lookup(store, jid)
-      raise ArgumentError, "status needs a job id String (got #{jid.inspect})" unless jid.is_a?(String) && !jid.empty?
-      running(store, jid) || in_set(store, jid) || Waiting.lookup(store, jid) || queued(store, jid) ||
-        finished(store, jid) || {"state" => "unknown"}
+      unless jid.is_a?(String) && !jid.empty?
+        raise ArgumentError, "status needs a job id String (got #{jid.inspect})"
+      end
+      running(store, jid) ||
+        in_set(store, jid) ||
+        Waiting.lookup(store, jid) ||
+        queued(store, jid) ||
+        finished(store, jid) ||
+        {"state" => "unknown"}
     end
 
     def running(store, jid)
@@ -38,22 +44,36 @@ module Jiggler
         info = parse(json) or next
         jobs = info["current_jobs"]
         next unless jobs.is_a?(Hash)
-        work = jobs.each_value.find { |summary| summary.is_a?(Hash) && summary["jid"] == jid } or next
-        return {"state" => "running", "queue" => work["queue"], "class" => work["class"], "process" => process,
-                "progress" => work["progress"]}.compact
+        work = jobs.each_value.find { |summary|
+          summary.is_a?(Hash) && summary["jid"] == jid
+        } or next
+        return {
+          "state" => "running",
+          "queue" => work["queue"],
+          "class" => work["class"],
+          "process" => process,
+          "progress" => work["progress"]
+        }.compact
       end
       nil
     end
 
     def in_set(store, jid)
       SETS.each do |set, state|
-        payload, at = store.set_entries(set, limit: 10, filter: jid).find { |entry, _| parse(entry)&.dig("jid") == jid }
+        payload, at = store.set_entries(set, limit: 10, filter: jid)
+          .find { |entry, _| parse(entry)&.dig("jid") == jid }
         next unless payload
         job = parse(payload)
         found = described(state, payload).merge("at" => at)
-        return found.merge(Waiting.for_rate(store, jid, job) || {}) if set == :scheduled
-        return found.merge(failure(job)) unless set == :dead && job["cancelled"].is_a?(Hash)
-        return found.merge("state" => "cancelled", "by" => job["cancelled"]["by"])
+        if set == :scheduled
+          return found.merge(Waiting.for_rate(store, jid, job) || {})
+        end
+        unless set == :dead && job["cancelled"].is_a?(Hash)
+          return found.merge(failure(job))
+        end
+        return found.merge(
+          "state" => "cancelled", "by" => job["cancelled"]["by"]
+        )
       end
       nil
     end
@@ -62,8 +82,14 @@ module Jiggler
       store.queue_sizes.each_key do |queue|
         (0..).step(PAGE) do |offset|
           page = store.queue_entries(queue, limit: PAGE, offset: offset)
-          index = page.index { |payload| payload.include?(jid) && parse(payload)&.dig("jid") == jid }
-          return described("queued", page[index]).merge("queue" => queue, "position" => offset + index) if index
+          index = page.index do |payload|
+            payload.include?(jid) && parse(payload)&.dig("jid") == jid
+          end
+          if index
+            return described("queued", page[index]).merge(
+              "queue" => queue, "position" => offset + index
+            )
+          end
           break if page.size < PAGE
         end
       end
@@ -72,17 +98,26 @@ module Jiggler
 
     def finished(store, jid)
       result = parse(store.result(jid))
-      return {"state" => "failed"}.merge(failure(result)) if result&.key?("error_class")
+      if result&.key?("error_class")
+        return {"state" => "failed"}.merge(failure(result))
+      end
       return {"state" => "done"} if result
       return unless Store::Contract.supports?(store, :history)
-      {"state" => "done"} if store.history(jid).last&.last&.dig("type") == "done"
+      if store.history(jid).last&.last&.dig("type") == "done"
+        {"state" => "done"}
+      end
     end
 
     # A status: its state first, then what the payload says of its job: its class, queue and workflow (those it has).
     # @returns [Hash]
     def described(state, payload)
       job = parse(payload) || {}
-      {"state" => state, "queue" => job["queue"], "class" => job["name"], "workflow" => job["workflow"]}.compact
+      {
+        "state" => state,
+        "queue" => job["queue"],
+        "class" => job["name"],
+        "workflow" => job["workflow"]
+      }.compact
     end
 
     def failure(job) = job.slice("error_class", "error_message")

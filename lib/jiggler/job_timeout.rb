@@ -8,7 +8,11 @@ module Jiggler
   class JobTimeout < Error
     # @parameter seconds [Numeric] the job's timeout.
     def initialize(seconds = nil)
-      super(seconds ? "the job ran past its timeout of #{seconds} s and was stopped" : "the job ran past its timeout")
+      super(
+        seconds ?
+          "the job ran past its timeout of #{seconds} s and was stopped" :
+          "the job ran past its timeout"
+      )
     end
   end
 end

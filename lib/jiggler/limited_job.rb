@@ -48,10 +48,18 @@ module Jiggler
     def field(name, args, options)
       field = {}
       if (concurrency = options[:concurrency])
-        field["concurrency"] = {"key" => key(name, args, concurrency), "limit" => concurrency[:limit], "ttl" => concurrency[:ttl]}
+        field["concurrency"] = {
+          "key" => key(name, args, concurrency),
+          "limit" => concurrency[:limit],
+          "ttl" => concurrency[:ttl]
+        }
       end
       if (rate = options[:rate])
-        field["rate"] = {"key" => key(name, args, rate), "limit" => rate[:limit], "period" => rate[:period]}
+        field["rate"] = {
+          "key" => key(name, args, rate),
+          "limit" => rate[:limit],
+          "period" => rate[:period]
+        }
       end
       field
     end
@@ -63,7 +71,9 @@ module Jiggler
       field = job["limits"]["concurrency"] if job["limits"].is_a?(Hash)
       return unless field.is_a?(Hash)
       slot = slot(field)
-      store.release_slot(slot[:key], job["jid"].to_s, limit: slot[:limit], ttl: slot[:ttl])
+      store.release_slot(
+        slot[:key], job["jid"].to_s, limit: slot[:limit], ttl: slot[:ttl]
+      )
     end
 
     # A payload's concurrency field, read within bounds.
@@ -71,7 +81,11 @@ module Jiggler
     # @returns [Hash] key: (String), limit: (Integer, at least 1), ttl: (seconds, within (0, SECONDS_MAX]).
     def slot(field)
       field = {} unless field.is_a?(Hash)
-      {key: field["key"].to_s, limit: bounded_limit(field["limit"]), ttl: bounded_seconds(field["ttl"], DEFAULTS[:ttl])}
+      {
+        key: field["key"].to_s,
+        limit: bounded_limit(field["limit"]),
+        ttl: bounded_seconds(field["ttl"], DEFAULTS[:ttl])
+      }
     end
 
     # A payload's rate field, read within bounds.
@@ -82,16 +96,28 @@ module Jiggler
        period: bounded_seconds(field["period"], RATE_DEFAULTS[:period])}
     end
 
-    def key(name, args, options) = options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
+    def key(name, args, options)
+      options[:key] ? "#{name}:#{options[:key].call(*args)}" : name
+    end
 
     # An option's Hash with its defaults, checked for unknown keys and a key Proc (UniqueJob reads its option so too).
     def read(option, value, defaults)
-      raise ArgumentError, "#{option} must be a Hash of #{defaults.keys.join(":, ")}: (got #{value.inspect})" unless value.is_a?(Hash)
+      unless value.is_a?(Hash)
+        raise ArgumentError,
+          "#{option} must be a Hash of #{defaults.keys.join(":, ")}: " \
+          "(got #{value.inspect})"
+      end
       unknown = value.keys - defaults.keys
-      raise ArgumentError, "unknown #{option} option #{unknown.first.inspect}; known: #{defaults.keys.join(", ")}" if unknown.any?
+      if unknown.any?
+        raise ArgumentError,
+          "unknown #{option} option #{unknown.first.inspect}; " \
+          "known: #{defaults.keys.join(", ")}"
+      end
       options = defaults.merge(value)
       unless options[:key].nil? || options[:key].respond_to?(:call)
-        raise ArgumentError, "#{option} key must be a Proc taking the job's arguments (got #{options[:key].inspect})"
+        raise ArgumentError,
+          "#{option} key must be a Proc taking the job's arguments " \
+          "(got #{options[:key].inspect})"
       end
       options
     end
@@ -99,11 +125,14 @@ module Jiggler
     # Checks a setting is a number of seconds > 0 and at most SECONDS_MAX.
     def seconds!(option, name, value)
       return if value.is_a?(Numeric) && value.positive? && value <= SECONDS_MAX
-      raise ArgumentError, "#{option} #{name} must be a number of seconds > 0 and at most #{SECONDS_MAX} " \
-        "(a year) (got #{value.inspect})"
+      raise ArgumentError,
+        "#{option} #{name} must be a number of seconds > 0 and at most " \
+        "#{SECONDS_MAX} (a year) (got #{value.inspect})"
     end
 
-    def bounded_limit(value) = (value.is_a?(Numeric) && value.to_f.finite?) ? [value.to_i, 1].max : 1
+    def bounded_limit(value)
+      (value.is_a?(Numeric) && value.to_f.finite?) ? [value.to_i, 1].max : 1
+    end
 
     # Infinity reads as SECONDS_MAX; what is not a positive number, as the default.
     def bounded_seconds(value, default)
@@ -114,7 +143,10 @@ module Jiggler
     # Checks a setting is a positive, finite Integer or number.
     def positive!(option, name, value, type)
       return if value.is_a?(type) && value.positive? && value.to_f.finite?
-      raise ArgumentError, "#{option} #{name} must be #{(type == Integer) ? "an Integer" : "a number"} > 0 (got #{value.inspect})"
+      raise ArgumentError,
+        "#{option} #{name} must be " \
+        "#{(type == Integer) ? "an Integer" : "a number"} > 0 " \
+        "(got #{value.inspect})"
     end
   end
 end

@@ -4,10 +4,10 @@ require "logger"
 require "json"
 
 module Jiggler
-  # The default logger: one line per message with time, pid and level, on standard output. With `format: :json`
-  # (the `log_format` setting, or JIGGLER_LOG_FORMAT=json), one JSON object per line instead, with the job's fields (`event`, `class`, `jid`,
-  # `queue`, `attempt`, and `duration` in milliseconds for a finished job) as keys beside `time`, `pid`, `level` and
-  # `message`.
+  # The default logger: one line per message with time, pid and level, on standard output. With `format: :json` (the
+  # `log_format` setting, or JIGGLER_LOG_FORMAT=json), one JSON object per line instead, with the job's fields (`event`,
+  # `class`, `jid`, `queue`, `attempt`, and `duration` in milliseconds for a finished job) as keys beside `time`, `pid`,
+  # `level` and `message`.
   module Logger
     FORMAT = "%s pid=%d %s: %s\n"
     # The formats of the `log_format` setting.
@@ -32,17 +32,26 @@ module Jiggler
     # @parameter format [Symbol] one of FORMATS.
     # @returns [Object] the logger.
     def reformat(logger, format)
-      logger.formatter = formatter(format) if logger.is_a?(::Logger) && ours?(logger.formatter)
+      if logger.is_a?(::Logger) && ours?(logger.formatter)
+        logger.formatter = formatter(format)
+      end
       logger
     end
 
     def format(severity, time, _program, message)
-      Kernel.format(FORMAT, timestamp(time), Process.pid, severity, text(message))
+      Kernel.format(
+        FORMAT, timestamp(time), Process.pid, severity, text(message)
+      )
     end
 
     def format_json(severity, time, _program, message)
       text = text(message)
-      line = {"time" => timestamp(time), "pid" => Process.pid, "level" => severity, "message" => text}
+      line = {
+        "time" => timestamp(time),
+        "pid" => Process.pid,
+        "level" => severity,
+        "message" => text
+      }
       if (event = EVENT.match(text))
         line["event"], line["class"] = event.captures
         text.scan(FIELD) { |key, value| line[key] ||= value }
@@ -52,11 +61,17 @@ module Jiggler
       "#{JSON.generate(line)}\n"
     end
 
-    def formatter(format) = (format == :json) ? method(:format_json) : method(:format)
+    def formatter(format)
+      (format == :json) ? method(:format_json) : method(:format)
+    end
 
     def ours?(formatter) = formatter.is_a?(Method) && formatter.receiver == self
 
-    def text(message) = message.is_a?(Exception) ? "#{message.class}: #{message.message}" : message.to_s
+    def text(message)
+      message.is_a?(Exception) ?
+        "#{message.class}: #{message.message}" :
+        message.to_s
+    end
 
     def timestamp(time) = time.utc.strftime("%Y-%m-%dT%H:%M:%S.%3NZ")
   end

@@ -44,8 +44,10 @@ module Jiggler
       problem = nil
       index = args.index { |arg| problem = problem_with(arg, 0) } or return
       where = list ? " in argument list #{list + 1}" : ""
-      raise ArgumentError, "#{job} argument #{index + 1}#{where} (#{preview(args[index])}) is not JSON-native: " \
-        "#{problem}. Use nil, true, false, Integer, finite Float, String, or Arrays and String-keyed Hashes of these " \
+      raise ArgumentError,
+        "#{job} argument #{index + 1}#{where} (#{preview(args[index])}) " \
+        "is not JSON-native: #{problem}. Use nil, true, false, Integer, " \
+        "finite Float, String, or Arrays and String-keyed Hashes of these " \
         "(nested at most #{NESTING_LIMIT} deep)."
     end
 
@@ -62,8 +64,15 @@ module Jiggler
     # @raises [MalformedError] when it is not JSON or not a job.
     def load(json)
       data = parse(json)
-      return data if data.is_a?(Hash) && data["name"].is_a?(String) && data["args"].is_a?(Array) && data["jid"].is_a?(String)
-      raise MalformedError, "payload is not a jiggler job (needs jid, name and args): #{json.to_s[0, 200].inspect}"
+      if data.is_a?(Hash) &&
+          data["name"].is_a?(String) &&
+          data["args"].is_a?(Array) &&
+          data["jid"].is_a?(String)
+        return data
+      end
+      raise MalformedError,
+        "payload is not a jiggler job (needs jid, name and args): " \
+        "#{json.to_s[0, 200].inspect}"
     end
 
     # Parses JSON that jiggler stored (a job, a result), as strictly and exactly as jobs are read.
@@ -71,10 +80,13 @@ module Jiggler
     def parse(json)
       READER.load(json)
     rescue JSON::NestingError
-      raise MalformedError, "payload nests deeper than #{NESTING_LIMIT} levels of arguments (Jiggler::Payload::NESTING_LIMIT): " \
-        "#{json.to_s[0, 200].inspect}"
+      raise MalformedError,
+        "payload nests deeper than #{NESTING_LIMIT} levels of arguments " \
+        "(Jiggler::Payload::NESTING_LIMIT): #{json.to_s[0, 200].inspect}"
     rescue JSON::ParserError, EncodingError, TypeError => error
-      raise MalformedError, "payload is not valid JSON (#{error.message.lines.first&.strip}): #{json.to_s[0, 200].inspect}"
+      raise MalformedError,
+        "payload is not valid JSON (#{error.message.lines.first&.strip}): " \
+        "#{json.to_s[0, 200].inspect}"
     end
 
     # Why a value is not JSON-native, or nil when it is. (Checked on every enqueue: the commonest types come first.)
@@ -93,7 +105,10 @@ module Jiggler
     end
 
     def too_deep(depth)
-      "it nests deeper than #{NESTING_LIMIT} Arrays and Hashes (Jiggler::Payload::NESTING_LIMIT)" if depth >= NESTING_LIMIT
+      if depth >= NESTING_LIMIT
+        "it nests deeper than #{NESTING_LIMIT} Arrays and Hashes " \
+        "(Jiggler::Payload::NESTING_LIMIT)"
+      end
     end
 
     # A value's start for a message.
@@ -104,7 +119,9 @@ module Jiggler
     end
 
     def utf8?(string)
-      return string.valid_encoding? if string.encoding == Encoding::UTF_8 || string.ascii_only?
+      if string.encoding == Encoding::UTF_8 || string.ascii_only?
+        return string.valid_encoding?
+      end
       string.encode(Encoding::UTF_8).valid_encoding?
     end
 
@@ -116,7 +133,9 @@ module Jiggler
 
     def hash_problem(hash, depth)
       hash.each do |key, item|
-        return "Hash key #{key.inspect} is a #{key.class}, not a String" unless key.is_a?(String)
+        unless key.is_a?(String)
+          return "Hash key #{key.inspect} is a #{key.class}, not a String"
+        end
         return "Hash key #{key.inspect} is not valid UTF-8" unless utf8?(key)
         problem = problem_with(item, depth)
         return problem if problem

@@ -26,9 +26,11 @@ module Jiggler
   # Without a zone, times are the server's local time (TZ). A tick is the epoch second a schedule fires at.
   class RecurringTask
     KEYS = %w[class args queue schedule description].freeze
-    DEFAULT_SETTINGS = Job::Options::DEFAULTS.compact.transform_keys(&:to_s).freeze
+    DEFAULT_SETTINGS =
+      Job::Options::DEFAULTS.compact.transform_keys(&:to_s).freeze
     REFUSED = {
-      "command" => "jiggler enqueues job classes: put the code in a job's perform and name its class",
+      "command" => "jiggler enqueues job classes: put the code in a job's " \
+        "perform and name its class",
       "priority" => "jiggler orders work by queue: set queue instead"
     }.freeze
     # A task's name is shown and addressed by the dashboard (one URL path segment): printable UTF-8, not blank.
@@ -45,14 +47,21 @@ module Jiggler
     # @returns [RecurringTask]
     # @raises [Config::InvalidError] naming the task and what is wrong, in one line.
     def self.build(name, settings)
-      raise Config::InvalidError, "recurring task #{name.to_s.inspect} must be a mapping of class, schedule, args, queue" unless settings.is_a?(Hash)
+      unless settings.is_a?(Hash)
+        raise Config::InvalidError,
+          "recurring task #{name.to_s.inspect} must be a mapping of " \
+          "class, schedule, args, queue"
+      end
       new(name.to_s, settings.transform_keys(&:to_s))
     end
 
     # Reads back what `to_h` wrote (what the dashboard finds in the store).
     # @returns [Array(RecurringTask, Hash)] the task and its job's settings (see `job_settings`).
     def self.from_h(name, hash)
-      [new(name, hash.except("job")), DEFAULT_SETTINGS.merge(hash.fetch("job", {}))]
+      [
+        new(name, hash.except("job")),
+        DEFAULT_SETTINGS.merge(hash.fetch("job", {}))
+      ]
     end
 
     def initialize(name, settings)
@@ -69,7 +78,9 @@ module Jiggler
     end
 
     # The latest tick at or before `now`. @returns [Integer] epoch seconds.
-    def tick_at_or_before(now) = @cron.previous_time(::Time.at(now.floor + 1)).to_i
+    def tick_at_or_before(now)
+      @cron.previous_time(::Time.at(now.floor + 1)).to_i
+    end
 
     # The first tick after `now`. @returns [Integer] epoch seconds.
     def tick_after(now) = @cron.next_time(::Time.at(now)).to_i
@@ -87,8 +98,14 @@ module Jiggler
     def enqueue(store, settings, tick, middleware:, now: ::Time.now.to_f)
       job = fields(settings, tick, now)
       write = lambda do
-        unique = [job["unique"]["lock"], job["jid"], settings.dig("unique", "ttl")] if job["unique"].is_a?(Hash)
-        store.enqueue_recurring(@name, tick, job["queue"], Payload.dump(job), now: now, unique: unique)
+        if job["unique"].is_a?(Hash)
+          unique = [
+            job["unique"]["lock"], job["jid"], settings.dig("unique", "ttl")
+          ]
+        end
+        store.enqueue_recurring(
+          @name, tick, job["queue"], Payload.dump(job), now: now, unique: unique
+        )
       end
       return write.call if middleware.empty?
       pushed = false
@@ -107,21 +124,40 @@ module Jiggler
     # @returns [Hash(String, Object)]
     # @raises [Config::InvalidError] when the class's key for its lock or limit fails on the task's arguments.
     def job_settings(options)
-      settings = options.slice(:queue, :retries, :retry_queue, :wrapper).compact.transform_keys(&:to_s)
-      settings["limits"] = LimitedJob.field(@job, @args, options) if options[:concurrency] || options[:rate]
+      settings = options
+        .slice(:queue, :retries, :retry_queue, :wrapper)
+        .compact
+        .transform_keys(&:to_s)
+      if options[:concurrency] || options[:rate]
+        settings["limits"] = LimitedJob.field(@job, @args, options)
+      end
       if (unique = options[:unique])
-        settings["unique"] = {"lock" => UniqueJob.lock_key(@job, @args, unique), "until" => unique[:until].to_s, "ttl" => unique[:ttl]}
+        settings["unique"] = {
+          "lock" => UniqueJob.lock_key(@job, @args, unique),
+          "until" => unique[:until].to_s,
+          "ttl" => unique[:ttl]
+        }
       end
       settings
     rescue => error # the user's key Proc
-      invalid!("has arguments its class's key cannot read: #{error.class}: #{error.message.lines.first&.strip}")
+      invalid!(
+        "has arguments its class's key cannot read: " \
+        "#{error.class}: #{error.message.lines.first&.strip}"
+      )
     end
 
     # The settings as stored for the dashboard (which may not load the class).
     # @parameter settings [Hash] the job's settings (see `job_settings`).
     # @returns [Hash(String, Object)]
     def to_h(settings)
-      {"class" => @job, "args" => @args, "queue" => @queue, "schedule" => @schedule, "description" => @description, "job" => settings}.compact
+      {
+        "class" => @job,
+        "args" => @args,
+        "queue" => @queue,
+        "schedule" => @schedule,
+        "description" => @description,
+        "job" => settings
+      }.compact
     end
 
     private
@@ -130,15 +166,35 @@ module Jiggler
     # would write.
     def fields(settings, tick, now)
       queue = queue_for(settings)
-      unique = settings["unique"].slice("lock", "until") if settings["unique"].is_a?(Hash)
-      JobPayload.job(@args, JobPayload.fields(name: @job, queue: queue, retries: settings["retries"], created_at: now,
-        retry_queue: settings["retry_queue"], limits: settings["limits"], unique: unique, recurring: {"task" => @name, "tick" => tick},
-        **active_job(settings["wrapper"], queue, now), enqueued_at: now))
+      if settings["unique"].is_a?(Hash)
+        unique = settings["unique"].slice("lock", "until")
+      end
+      JobPayload.job(
+        @args,
+        JobPayload.fields(
+          name: @job,
+          queue: queue,
+          retries: settings["retries"],
+          created_at: now,
+          retry_queue: settings["retry_queue"],
+          limits: settings["limits"],
+          unique: unique,
+          recurring: {"task" => @name, "tick" => tick},
+          **active_job(settings["wrapper"], queue, now),
+          enqueued_at: now
+        )
+      )
     end
 
     def check_name
-      readable = @name.valid_encoding? && NAME.match?(@name) && !@name.strip.empty?
-      invalid!("has a name the dashboard cannot show or address: write #{NAME_RULE}") unless readable
+      readable = @name.valid_encoding? &&
+        NAME.match?(@name) &&
+        !@name.strip.empty?
+      unless readable
+        invalid!(
+          "has a name the dashboard cannot show or address: write #{NAME_RULE}"
+        )
+      end
     end
 
     # An Active Job class's job (its options name the wrapper) is run by the wrapper as Active Job runs a job, with
@@ -146,24 +202,48 @@ module Jiggler
     # @returns [Hash] the wrapper: and active_job: fields; none for a jiggler class (no wrapper).
     def active_job(wrapper, queue, now)
       return {} unless wrapper
-      {wrapper: wrapper, active_job: {"job_class" => @job, "job_id" => SecureRandom.uuid, "queue_name" => queue,
-                                      "executions" => 0, "exception_executions" => {},
-                                      "enqueued_at" => ::Time.at(now).utc.iso8601(9)}}
+      {
+        wrapper: wrapper,
+        active_job: {
+          "job_class" => @job,
+          "job_id" => SecureRandom.uuid,
+          "queue_name" => queue,
+          "executions" => 0,
+          "exception_executions" => {},
+          "enqueued_at" => ::Time.at(now).utc.iso8601(9)
+        }
+      }
     end
 
     def check_keys(settings)
       settings.each_key do |key|
-        invalid!("has #{key}, which jiggler does not take: #{REFUSED[key]}") if REFUSED.key?(key)
-        invalid!("has an unknown key #{key.inspect}; known keys: #{KEYS.join(", ")}") unless KEYS.include?(key)
+        if REFUSED.key?(key)
+          invalid!("has #{key}, which jiggler does not take: #{REFUSED[key]}")
+        end
+        unless KEYS.include?(key)
+          invalid!(
+            "has an unknown key #{key.inspect}; " \
+            "known keys: #{KEYS.join(", ")}"
+          )
+        end
       end
     end
 
     def read_class(job)
-      invalid!("needs class: the name of a job class") unless job.is_a?(String) && !job.empty?
+      unless job.is_a?(String) && !job.empty?
+        invalid!("needs class: the name of a job class")
+      end
       return job if CLASS_NAME.match?(job)
-      constant = job.split(/[^A-Za-z0-9]+/).map { |word| word[0].upcase + word[1..] if word[0] }.join
-      hint = (CLASS_NAME.match?(constant) && !job.include?(":")) ? ", such as #{constant.inspect}" : ""
-      invalid!("has class #{job.inspect}, which is not a class name: write the job class's constant#{hint}")
+      constant = job.split(/[^A-Za-z0-9]+/)
+        .map { |word| word[0].upcase + word[1..] if word[0] }
+        .join
+      hint = (CLASS_NAME.match?(constant) && !job.include?(":")) ?
+        ", such as #{constant.inspect}" :
+        ""
+      invalid!(
+        "has class #{job.inspect}, which is not a class name: " \
+        "write the job class's constant#{hint}"
+      )
     end
 
     # nil: the class's queue.

@@ -33,12 +33,21 @@ module Jiggler
     # @raises [ArgumentError] when the value is not JSON-native.
     def value(job_name, value)
       problem = Payload.problem_with(value)
-      raise ArgumentError, "#{job_name} returned #{value.inspect[0, 100]}, which is not JSON-native: #{problem}" if problem
+      if problem
+        raise ArgumentError,
+          "#{job_name} returned #{value.inspect[0, 100]}, " \
+          "which is not JSON-native: #{problem}"
+      end
       Payload.dump({"value" => value})
     end
 
     # @returns [String] the JSON stored for a job that died.
-    def error(error_class, message) = Payload.dump({"error_class" => error_class.to_s, "error_message" => message.to_s})
+    def error(error_class, message)
+      Payload.dump({
+        "error_class" => error_class.to_s,
+        "error_message" => message.to_s
+      })
+    end
 
     # Waits for a job's result, polling the store (starting at 5 ms, backing off to 100 ms). In a fiber, `sleep`
     # yields to the reactor, so other fibers run meanwhile.
@@ -47,9 +56,13 @@ module Jiggler
     # @raises [TimeoutError] when there is no result within `timeout` seconds.
     # @raises [Payload::MalformedError] when what is stored under the jid is not a result.
     def wait(store, jid, timeout)
-      raise ArgumentError, "result needs a job id String (got #{jid.inspect})" unless jid.is_a?(String)
+      unless jid.is_a?(String)
+        raise ArgumentError, "result needs a job id String (got #{jid.inspect})"
+      end
       unless timeout.is_a?(Numeric) && timeout.to_f.finite? && timeout >= 0
-        raise ArgumentError, "result's timeout must be a number of seconds >= 0 (got #{timeout.inspect})"
+        raise ArgumentError,
+          "result's timeout must be a number of seconds >= 0 " \
+          "(got #{timeout.inspect})"
       end
       deadline = now + timeout
       poll = FIRST_POLL
@@ -57,7 +70,9 @@ module Jiggler
         json = store.result(jid)
         return decode(jid, json) if json
         left = deadline - now
-        raise TimeoutError, "no result for job #{jid} within #{timeout} s" if left <= 0
+        if left <= 0
+          raise TimeoutError, "no result for job #{jid} within #{timeout} s"
+        end
         sleep([poll, left].min)
         poll = [poll * 2, LONGEST_POLL].min
       end
@@ -66,8 +81,12 @@ module Jiggler
     def decode(jid, json)
       data = Payload.parse(json)
       return data["value"] if data.is_a?(Hash) && data.key?("value")
-      raise JobFailed.new(jid, data["error_class"], data["error_message"]) if data.is_a?(Hash) && data["error_class"]
-      raise Payload::MalformedError, "the stored result of job #{jid} is not jiggler's: #{json[0, 200].inspect}"
+      if data.is_a?(Hash) && data["error_class"]
+        raise JobFailed.new(jid, data["error_class"], data["error_message"])
+      end
+      raise Payload::MalformedError,
+        "the stored result of job #{jid} is not jiggler's: " \
+        "#{json[0, 200].inspect}"
     end
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)

@@ -16,21 +16,27 @@ module Jiggler
 
     # Moves entries to their queues now, where JobRules.due sends them. @returns [Integer] how many moved.
     def run(store, set, entries, now: Time.now.to_f)
-      store.enqueue_set_entries(set, entries, now: now) { |from, payload| JobRules.due(from, payload, now) }
+      store.enqueue_set_entries(set, entries, now: now) do |from, payload|
+        JobRules.due(from, payload, now)
+      end
     end
 
     # Moves entries to the dead set, stamped by JobRules.killed. @returns [Integer] how many moved.
     # @parameter payloads [Array(String) | Nil] the entries' payloads when the caller has read them already.
     def kill(store, set, entries, now: Time.now.to_f, payloads: nil)
       UniqueJob.released(store, payloads || payloads(store, set, entries)) do
-        store.kill_set_entries(set, entries, now: now) { |payload| JobRules.killed(payload, now) }
+        store.kill_set_entries(set, entries, now: now) do |payload|
+          JobRules.killed(payload, now)
+        end
       end
     end
 
     # Deletes entries. @returns [Integer] how many were deleted.
     # @parameter payloads [Array(String) | Nil] the entries' payloads when the caller has read them already.
     def delete(store, set, entries, payloads: nil)
-      UniqueJob.released(store, payloads || payloads(store, set, entries)) { store.delete_set_entries(set, entries) }
+      UniqueJob.released(store, payloads || payloads(store, set, entries)) do
+        store.delete_set_entries(set, entries)
+      end
     end
 
     # Applies one action to every job of a set, or to the jobs of one class, as the set was when the sweep began: it
@@ -51,7 +57,9 @@ module Jiggler
     end
 
     # The payloads of entries, as they are before an action changes them.
-    def payloads(store, set, entries) = entries.filter_map { |score, jid| store.set_entry(set, score, jid) }
+    def payloads(store, set, entries)
+      entries.filter_map { |score, jid| store.set_entry(set, score, jid) }
+    end
 
     # The entries of a set whose class is `name` (any class for nil), each with its payload.
     # @returns [Array([[Float, String], String])]

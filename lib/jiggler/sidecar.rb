@@ -25,21 +25,33 @@ module Jiggler
     # The command that runs a server for the app in `dir`, through the bundle when there is one.
     # @parameter dir [String] the app's directory (`-r DIR`).
     # @returns [Array(String)]
-    def self.command(dir) = [RbConfig.ruby, *("-rbundler/setup" if defined?(::Bundler)), EXE, "-r", dir]
+    def self.command(dir)
+      [
+        RbConfig.ruby,
+        *("-rbundler/setup" if defined?(::Bundler)),
+        EXE,
+        "-r",
+        dir
+      ]
+    end
 
     # Seconds to give a stopping server: its `timeout` (config/jiggler.yml's for the environment, if the file sets
     # one, else the default) and its grace.
     # @parameter environment [String]
     # @returns [Numeric]
     def self.stop_timeout(environment, path: "config/jiggler.yml")
-      timeout = (Config::YAMLFile.load(path, environment)[:timeout] if File.file?(path))
+      timeout = (
+        Config::YAMLFile.load(path, environment)[:timeout] if File.file?(path)
+      )
       (timeout || Config::DEFAULTS[:timeout]) + STOP_GRACE
     end
 
     # @parameter command [Array(String)] the child's command line.
     # @parameter log [#call] receives one line of text for each start, death and decision.
     # @parameter on_give_up [#call] called, from the watching thread, when children keep dying young.
-    def initialize(command:, log:, on_give_up:, env: {}, young: 30, give_up_after: 5)
+    def initialize(
+      command:, log:, on_give_up:, env: {}, young: 30, give_up_after: 5
+    )
       @command = command
       @env = env
       @log = log
@@ -81,7 +93,10 @@ module Jiggler
       end
       signal("TERM")
       return if @thread.join(timeout)
-      @log.call("jiggler server pid #{pid} still running #{timeout} s after TERM: killing it")
+      @log.call(
+        "jiggler server pid #{pid} still running #{timeout} s after TERM: " \
+        "killing it"
+      )
       signal("KILL")
       @thread.join
     end
@@ -109,7 +124,12 @@ module Jiggler
       @log.call("jiggler server started, pid #{pid}")
       status = wait(pid)
       @mutex.synchronize { @pid = nil }
-      @log.call("jiggler server pid #{pid} exited (#{status&.inspect || "status unknown"})") unless stopping?
+      unless stopping?
+        @log.call(
+          "jiggler server pid #{pid} exited " \
+          "(#{status&.inspect || "status unknown"})"
+        )
+      end
       status
     end
 
@@ -122,15 +142,21 @@ module Jiggler
     def wait(pid)
       Process.wait2(pid).last
     rescue Errno::ECHILD
-      nil # reaped by another waiter: Puma's cluster mode reaps every child of its master
+      # reaped by another waiter: Puma's cluster mode reaps every child of its master
+      nil
     end
 
     def pause(seconds)
-      @mutex.synchronize { @wakeup.wait(@mutex, seconds) unless @stopping || seconds.zero? }
+      @mutex.synchronize do
+        @wakeup.wait(@mutex, seconds) unless @stopping || seconds.zero?
+      end
     end
 
     def give_up(deaths)
-      @log.call("jiggler server died #{deaths} times in a row within #{@young} s of starting: giving up")
+      @log.call(
+        "jiggler server died #{deaths} times in a row within #{@young} s " \
+        "of starting: giving up"
+      )
       @on_give_up.call
     end
 

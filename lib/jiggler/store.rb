@@ -19,7 +19,9 @@ module Jiggler
     # The store the client enqueues through: for Redis and PostgreSQL, a thread-safe pool by default (Redis: a fiber
     # pool with `client_async`, or the pool given as `client_redis_pool`).
     # @parameter config [Config]
-    def client(config) = build(config, :client, size: config[:client_concurrency])
+    def client(config)
+      build(config, :client, size: config[:client_concurrency])
+    end
 
     # The store a server's fibers share.
     # @parameter size [Integer] connections at most.
@@ -39,20 +41,32 @@ module Jiggler
     end
 
     def postgres(config, size, use)
-      return active_record(config) if use == :client && config[:transactional_enqueue]
-      Postgres.new(url: config[:database_url], namespace: config[:namespace], pool_size: size,
-        done_retention: config[:done_retention])
+      if use == :client && config[:transactional_enqueue]
+        return active_record(config)
+      end
+      Postgres.new(
+        url: config[:database_url],
+        namespace: config[:namespace],
+        pool_size: size,
+        done_retention: config[:done_retention]
+      )
     end
 
     # The client's store with `transactional_enqueue`: the PostgreSQL store on the application's Active Record
     # connection, so jobs are written in its transaction.
     def active_record(config)
       unless defined?(::ActiveRecord::Base)
-        raise Config::InvalidError, "transactional_enqueue writes jobs on Active Record's connection: load the Rails app " \
-          "(or Active Record) before jiggler's client is used"
+        raise Config::InvalidError,
+          "transactional_enqueue writes jobs on Active Record's " \
+          "connection: load the Rails app (or Active Record) before " \
+          "jiggler's client is used"
       end
-      Postgres.new(url: nil, namespace: config[:namespace], connection: Postgres::ActiveRecordConnection,
-        done_retention: config[:done_retention])
+      Postgres.new(
+        url: nil,
+        namespace: config[:namespace],
+        connection: Postgres::ActiveRecordConnection,
+        done_retention: config[:done_retention]
+      )
     end
 
     def redis(config, use, size)
@@ -63,18 +77,25 @@ module Jiggler
       else redis.new_client
       end
       owned = !(use == :client && config[:client_redis_pool])
-      Redis.new(pool: pool, namespace: config[:namespace], config: redis, owned: owned)
+      Redis.new(
+        pool: pool, namespace: config[:namespace], config: redis, owned: owned
+      )
     end
 
     def sqlite(config)
       require_relative "store/sqlite"
-      SQLite.new(path: config[:sqlite_path], synchronous: config[:sqlite_synchronous],
-        done_retention: config[:done_retention])
+      SQLite.new(
+        path: config[:sqlite_path],
+        synchronous: config[:sqlite_synchronous],
+        done_retention: config[:done_retention]
+      )
     end
 
     def client_pool(config, redis)
       size = config[:client_concurrency]
-      config[:client_async] ? Redis::Connection.fiber_pool(redis, size) : Redis::Connection.thread_pool(redis, size)
+      config[:client_async] ?
+        Redis::Connection.fiber_pool(redis, size) :
+        Redis::Connection.thread_pool(redis, size)
     end
   end
 end

@@ -32,18 +32,28 @@ module Jiggler
 
     # Items waiting to be batched, by queue and class.
     def batches
-      @store.batch_sizes.each_with_object({}) do |(queue, name, count, _oldest), result|
+      @store.batch_sizes
+        .each_with_object({}) do |(queue, name, count, _oldest), result|
         (result[queue] ||= {})[name] = count
       end
     end
 
     # The recurring tasks servers run: schedule, last run (epoch seconds or nil) and whether enabled.
     def recurring
-      @store.recurring_tasks.each_with_object({}) do |(name, json, last_run, enabled), result|
+      @store.recurring_tasks
+        .each_with_object({}) do |(name, json, last_run, enabled), result|
         settings = Payload.parse(json)
-        result[name] = {"schedule" => (settings["schedule"] if settings.is_a?(Hash)), "last_run" => last_run, "enabled" => enabled}
+        result[name] = {
+          "schedule" => (settings["schedule"] if settings.is_a?(Hash)),
+          "last_run" => last_run,
+          "enabled" => enabled
+        }
       rescue Payload::MalformedError
-        result[name] = {"schedule" => nil, "last_run" => last_run, "enabled" => enabled}
+        result[name] = {
+          "schedule" => nil,
+          "last_run" => last_run,
+          "enabled" => enabled
+        }
       end
     end
 

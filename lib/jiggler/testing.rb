@@ -6,7 +6,9 @@ require_relative "testing/runner"
 require_relative "testing/job_methods"
 require_relative "testing/workflow_capture"
 # In a Rails app, Active Job's test adapter feeds these modes too (loaded after the app, as a test helper is).
-require_relative "testing/active_job_mirror" if defined?(::ActiveJob::QueueAdapters)
+if defined?(::ActiveJob::QueueAdapters)
+  require_relative "testing/active_job_mirror"
+end
 
 module Jiggler
   # Modes for test suites, loaded with `require "jiggler/testing"` (which turns on the fake mode):

@@ -27,7 +27,12 @@ module Jiggler
 
     UNTIL = %i[started finished].freeze
     ON_CONFLICT = %i[skip raise].freeze
-    DEFAULTS = {until: :finished, ttl: 3600, on_conflict: :skip, key: nil}.freeze
+    DEFAULTS = {
+      until: :finished,
+      ttl: 3600,
+      on_conflict: :skip,
+      key: nil
+    }.freeze
 
     module_function
 
@@ -37,7 +42,11 @@ module Jiggler
     # @raises [ArgumentError] naming what is wrong.
     def options(value)
       value = {} if value == true
-      raise ArgumentError, "unique must be true or a Hash of until:, key:, ttl:, on_conflict: (got #{value.inspect})" unless value.is_a?(Hash)
+      unless value.is_a?(Hash)
+        raise ArgumentError,
+          "unique must be true or a Hash of until:, key:, ttl:, on_conflict: " \
+          "(got #{value.inspect})"
+      end
       # Read as the limits' options are: known keys, a key Proc, a finite ttl.
       options = LimitedJob.read(:unique, value, DEFAULTS)
       check!(:until, options[:until], UNTIL)
@@ -58,16 +67,36 @@ module Jiggler
       jobs.map do |job|
         at = job["at"]
         # A job may come with its lock (an Active Job job's key reads its arguments before serialization).
-        lock = job.dig("unique", "lock") || lock_key(job["name"], job["args"], unique)
-        written = JobPayload.changed(job, at: nil, enqueued_at: (now unless at), unique: {"lock" => lock, "until" => unique[:until].to_s})
-        next job["jid"] if store.enqueue_unique(lock, job["jid"], unique[:ttl], queue: job["queue"], payload: Payload.dump(written), at: at)
-        raise ConflictError, "#{job["name"]} is already enqueued with lock #{lock}" if unique[:on_conflict] == :raise
+        lock = job.dig("unique", "lock") ||
+          lock_key(job["name"], job["args"], unique)
+        written = JobPayload.changed(
+          job,
+          at: nil,
+          enqueued_at: (now unless at),
+          unique: {"lock" => lock, "until" => unique[:until].to_s}
+        )
+        if store.enqueue_unique(
+          lock,
+          job["jid"],
+          unique[:ttl],
+          queue: job["queue"],
+          payload: Payload.dump(written),
+          at: at
+        )
+          next job["jid"]
+        end
+        if unique[:on_conflict] == :raise
+          raise ConflictError,
+            "#{job["name"]} is already enqueued with lock #{lock}"
+        end
       end
     end
 
     # The lock's name: the class, and the user's key or a digest of the arguments.
     def lock_key(name, args, unique)
-      key = unique[:key] ? unique[:key].call(*args).to_s : Digest::SHA256.hexdigest(Payload.dump(args))
+      key = unique[:key] ?
+        unique[:key].call(*args).to_s :
+        Digest::SHA256.hexdigest(Payload.dump(args))
       "#{name}:#{key}"
     end
 
@@ -100,11 +129,15 @@ module Jiggler
     end
 
     # A job held until it starts releases at :started, one held until it finishes at :finished; any at :deleted.
-    def releases_at?(unique, point) = point == :deleted || unique["until"] == point.to_s
+    def releases_at?(unique, point)
+      point == :deleted || unique["until"] == point.to_s
+    end
 
     def check!(name, value, allowed)
       return if allowed.include?(value)
-      raise ArgumentError, "unique #{name} must be one of #{allowed.map(&:inspect).join(", ")} (got #{value.inspect})"
+      raise ArgumentError,
+        "unique #{name} must be one of #{allowed.map(&:inspect).join(", ")} " \
+        "(got #{value.inspect})"
     end
   end
 end

@@ -23,8 +23,10 @@ module Jiggler
     # What rack raises for a request it will not parse: a form too large, too deep or with too many fields, or
     # malformed (rack 3.1 and later tag them all with Rack::BadRequest).
     REFUSED_FORMS = [
-      (::Rack::BadRequest if defined?(::Rack::BadRequest)), ::Rack::QueryParser::ParamsTooDeepError,
-      ::Rack::QueryParser::ParameterTypeError, ::Rack::QueryParser::InvalidParameterError
+      (::Rack::BadRequest if defined?(::Rack::BadRequest)),
+      ::Rack::QueryParser::ParamsTooDeepError,
+      ::Rack::QueryParser::ParameterTypeError,
+      ::Rack::QueryParser::InvalidParameterError
     ].compact.freeze
     private_constant :ROUTER, :UNSAFE_METHODS, :REFUSED_FORMS
 
@@ -39,13 +41,23 @@ module Jiggler
     # @returns [Array] status, headers and body.
     def call(env)
       env[STORE] = @store || Jiggler.store
-      route, params = ROUTER.match(env[::Rack::REQUEST_METHOD], env[::Rack::PATH_INFO].to_s.then { |path| path.empty? ? "/" : path })
+      route, params = ROUTER.match(
+        env[::Rack::REQUEST_METHOD],
+        env[::Rack::PATH_INFO].to_s.then { |path| path.empty? ? "/" : path }
+      )
       action = Action.new(env, params || {})
       response = catch(:halt) { answer(route, action) }
       Headers.finish(response, action)
     rescue Store::ConnectionError => error
       Jiggler.logger.error("jiggler web: #{error.message}")
-      [503, {"content-type" => "text/plain; charset=utf-8", "cache-control" => "no-store"}, ["The job store cannot be reached."]]
+      [
+        503,
+        {
+          "content-type" => "text/plain; charset=utf-8",
+          "cache-control" => "no-store"
+        },
+        ["The job store cannot be reached."]
+      ]
     end
 
     private
@@ -55,11 +67,16 @@ module Jiggler
       route ? run(route, action) : refuse(action)
     rescue *REFUSED_FORMS => error
       too_large = error.message.start_with?("total query size")
-      action.halt(too_large ? 413 : 400, "#{too_large ? "Payload Too Large" : "Bad Request"}: #{error.message}")
+      action.halt(
+        too_large ? 413 : 400,
+        "#{too_large ? "Payload Too Large" : "Bad Request"}: #{error.message}"
+      )
     end
 
     def run(route, action)
-      check_origin!(action) if UNSAFE_METHODS.include?(action.request.request_method)
+      if UNSAFE_METHODS.include?(action.request.request_method)
+        check_origin!(action)
+      end
       action.instance_exec(&route.block)
     end
 
@@ -67,14 +84,31 @@ module Jiggler
     def refuse(action)
       allowed = ROUTER.allowed(action.env[::Rack::PATH_INFO].to_s)
       return action.not_found if allowed.empty?
-      [405, {"content-type" => "text/plain; charset=utf-8", "allow" => allowed.join(", ")}, ["Method Not Allowed"]]
+      [
+        405,
+        {
+          "content-type" => "text/plain; charset=utf-8",
+          "allow" => allowed.join(", ")
+        },
+        ["Method Not Allowed"]
+      ]
     end
 
     # Refuses a state change sent by another site, or without this app's CSRF token.
     def check_origin!(action)
       site = action.env["HTTP_SEC_FETCH_SITE"]
-      action.halt(403, "Forbidden: cross-site request (Sec-Fetch-Site: #{site})") if site && site != "same-origin"
-      action.halt(403, "Forbidden: missing or invalid CSRF token; reload the page and try again") unless action.csrf.valid?
+      if site && site != "same-origin"
+        action.halt(
+          403, "Forbidden: cross-site request (Sec-Fetch-Site: #{site})"
+        )
+      end
+      unless action.csrf.valid?
+        action.halt(
+          403,
+          "Forbidden: missing or invalid CSRF token; " \
+          "reload the page and try again"
+        )
+      end
     end
   end
 end

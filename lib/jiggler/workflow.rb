@@ -63,10 +63,18 @@ module Jiggler
     # @raises [InvalidError] for a class that cannot be a step, or a second on_death.
     def on_death(klass, *args)
       raise InvalidError, "workflow #{@id} was already started" if @started
-      raise InvalidError, "workflow #{@id} already has its on_death callback" if @on_death
+      if @on_death
+        raise InvalidError, "workflow #{@id} already has its on_death callback"
+      end
       check_class!(klass)
       Payload.check_args!(klass.name, args)
-      @on_death = {jid: SecureRandom.hex(12), klass: klass, args: args, after: [], queue: klass.job_options[:queue]}
+      @on_death = {
+        jid: SecureRandom.hex(12),
+        klass: klass,
+        args: args,
+        after: [],
+        queue: klass.job_options[:queue]
+      }
       @on_death[:jid]
     end
 
@@ -79,14 +87,24 @@ module Jiggler
       check_acyclic!
       client = @client || Jiggler.client
       dependants = Hash.new { |hash, jid| hash[jid] = [] }
-      @steps.each_value { |step| step[:after].each { |dep| dependants[dep] << step[:jid] } }
+      @steps.each_value do |step|
+        step[:after].each { |dep| dependants[dep] << step[:jid] }
+      end
       callbacks = completion_callbacks
       now = Time.now.to_f
       rows = @steps.each_value.map do |step|
         waiting = step[:members] ? step[:members].size : step[:after].size
-        [step[:jid], step[:queue], payload(client, step, now), waiting, dependants.fetch(step[:jid], []), callbacks.fetch(step[:jid], [])]
+        [
+          step[:jid],
+          step[:queue],
+          payload(client, step, now),
+          waiting,
+          dependants.fetch(step[:jid], []),
+          callbacks.fetch(step[:jid], [])
+        ]
       end
-      death = @on_death && [@on_death[:queue], payload(client, @on_death, now, member: false)]
+      death = @on_death &&
+        [@on_death[:queue], payload(client, @on_death, now, member: false)]
       client.store.create_workflow(@id, rows, on_death: death)
       @started = true
       @id
@@ -94,7 +112,11 @@ module Jiggler
 
     # The steps, for inspection: jid => {class, args, after, queue}.
     # @returns [Hash]
-    def steps = @steps.transform_values { |step| step.slice(:klass, :args, :after, :queue) }
+    def steps
+      @steps.transform_values do |step|
+        step.slice(:klass, :args, :after, :queue)
+      end
+    end
 
     # Records a step (Group#step calls this). @returns [String] its jid.
     def add(klass, args, after)
@@ -102,11 +124,23 @@ module Jiggler
       check_class!(klass)
       Payload.check_args!(klass.name, args)
       after.each do |dep|
-        raise InvalidError, "unknown dependency #{dep.inspect} for a step of #{klass}" unless @steps.key?(dep)
-        raise InvalidError, "a step cannot wait for an on_complete callback (#{dep})" if @steps[dep][:group]
+        unless @steps.key?(dep)
+          raise InvalidError,
+            "unknown dependency #{dep.inspect} for a step of #{klass}"
+        end
+        if @steps[dep][:group]
+          raise InvalidError,
+            "a step cannot wait for an on_complete callback (#{dep})"
+        end
       end
       jid = SecureRandom.hex(12)
-      @steps[jid] = {jid: jid, klass: klass, args: args, after: after.uniq, queue: klass.job_options[:queue]}
+      @steps[jid] = {
+        jid: jid,
+        klass: klass,
+        args: args,
+        after: after.uniq,
+        queue: klass.job_options[:queue]
+      }
       jid
     end
 
@@ -135,20 +169,34 @@ module Jiggler
 
     def check_class!(klass)
       unless klass.is_a?(Class) && klass.include?(Job) && klass.name
-        raise InvalidError, "a workflow step must be a named Jiggler::Job class (got #{klass.inspect})"
+        raise InvalidError,
+          "a workflow step must be a named Jiggler::Job class " \
+          "(got #{klass.inspect})"
       end
       options = klass.job_options
       return unless options[:batch_size] || options[:unique]
-      raise InvalidError, "#{klass} sets #{options[:batch_size] ? "batch_size" : "unique"}, which a workflow step cannot have"
+      raise InvalidError,
+        "#{klass} sets #{options[:batch_size] ? "batch_size" : "unique"}, " \
+        "which a workflow step cannot have"
     end
 
     # A step's payload; the on_death callback's (`member: false`) names no workflow, so it is acknowledged as any job.
     # An on_complete callback's is marked so (Job#workflow_outcome); it does not list its members: a step's row is
     # rewritten at each of their ends (SQLite), and the store's graph names them.
     def payload(client, step, now, member: true)
-      job = client.build(step[:klass].name, [step[:args]], step[:klass].job_options, nil).first
-      Payload.dump(JobPayload.changed(job, jid: step[:jid], workflow: (@id if member),
-        after: (step[:after] unless step[:after].empty?), on_complete: (true if step[:members]), enqueued_at: now))
+      job = client.build(
+        step[:klass].name, [step[:args]], step[:klass].job_options, nil
+      ).first
+      Payload.dump(
+        JobPayload.changed(
+          job,
+          jid: step[:jid],
+          workflow: (@id if member),
+          after: (step[:after] unless step[:after].empty?),
+          on_complete: (true if step[:members]),
+          enqueued_at: now
+        )
+      )
     end
 
     # Steps only name steps made before them, so a cycle cannot be built through this API; the check guards the
@@ -156,14 +204,22 @@ module Jiggler
     def check_acyclic!
       waiting = @steps.transform_values { |step| step[:after].size }
       dependants = Hash.new { |hash, jid| hash[jid] = [] }
-      @steps.each_value { |step| step[:after].each { |dep| dependants[dep] << step[:jid] } }
+      @steps.each_value do |step|
+        step[:after].each { |dep| dependants[dep] << step[:jid] }
+      end
       ready = waiting.select { |_, count| count.zero? }.keys
       until ready.empty?
         jid = ready.pop
-        dependants[jid].each { |dependant| ready << dependant if (waiting[dependant] -= 1).zero? }
+        dependants[jid].each do |dependant|
+          ready << dependant if (waiting[dependant] -= 1).zero?
+        end
         waiting.delete(jid)
       end
-      raise InvalidError, "workflow #{@id} has a cycle through #{waiting.keys.first(3).join(", ")}" unless waiting.empty?
+      unless waiting.empty?
+        raise InvalidError,
+          "workflow #{@id} has a cycle through " \
+          "#{waiting.keys.first(3).join(", ")}"
+      end
     end
   end
 end

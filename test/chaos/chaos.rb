@@ -19,7 +19,9 @@ module Chaos
   # polling.
   MARGIN = 1.0
   # The servers' settings that bound a recovery, derived as the servers derive them.
-  SETTINGS = Jiggler::Config.new.tap { |config| config[:recovery_timeout] = RECOVERY_TIMEOUT }
+  SETTINGS = Jiggler::Config.new.tap do |config|
+    config[:recovery_timeout] = RECOVERY_TIMEOUT
+  end
   # A reaper that lost touch with its store for more than two of its checks waits this long before it trusts expiries
   # again, since no process could beat meanwhile (Reaper#registrations_trusted?).
   REAPER_GRACE = SETTINGS.registration_ttl + SETTINGS.heartbeat_interval
@@ -39,13 +41,16 @@ module Chaos
     def initialize(path)
       @path = path
       @offset = 0
-      @runs = Hash.new { |hash, id| hash[id] = [] } # id => pids that ran it, in order
+      # id => pids that ran it, in order
+      @runs = Hash.new { |hash, id| hash[id] = [] }
     end
 
     # Reads the lines appended since the last call. @returns [self]
     def refresh
       return self unless File.exist?(@path)
-      data = File.open(@path) { |file| file.pread(file.size - @offset, @offset) if file.size > @offset }.to_s
+      data = File.open(@path) do |file|
+        file.pread(file.size - @offset, @offset) if file.size > @offset
+      end.to_s
       complete = data.rindex("\n") or return self
       data[0..complete].each_line do |line|
         id, pid = line.split
@@ -66,7 +71,10 @@ module Chaos
   end
 
   # A kill -9 of one server, and how long until its jobs were back in their queue and it was forgotten.
-  Kill = Struct.new(:number, :process, :pid, :at, :held, :recovered_at, keyword_init: true) do
+  Kill = Struct.new(
+    :number, :process, :pid, :at, :held, :recovered_at,
+    keyword_init: true
+  ) do
     def seconds = recovered_at && recovered_at - at
   end
 

@@ -18,7 +18,12 @@ module Chaos
     def initialize(namespace)
       @namespace = namespace
       @redis = RedisServer.new(appendonly: true).start
-      @control = RedisClient.new(url: @redis.url, connect_timeout: 1, read_timeout: 5, write_timeout: 5)
+      @control = RedisClient.new(
+        url: @redis.url,
+        connect_timeout: 1,
+        read_timeout: 5,
+        write_timeout: 5
+      )
       @keys = Jiggler::Store::Redis::Keys.new(namespace)
       @outages = [] # [from, to] while Redis was stalled or down
       @connections_cut = 0
@@ -47,7 +52,9 @@ module Chaos
         @control.multi do |transaction|
           processes.each { |id| transaction.call("HLEN", @keys.in_flight(id)) }
           transaction.call("LLEN", @keys.queue("default"))
-          %i[retry scheduled dead].each { |set| transaction.call("ZCARD", @keys.public_send(set)) }
+          %i[retry scheduled dead].each do |set|
+            transaction.call("ZCARD", @keys.public_send(set))
+          end
         end
       end
       replies.sum
@@ -56,16 +63,23 @@ module Chaos
     # The process ids in the registry, live or dead.
     def registered = call("ZRANGE", @keys.processes, 0, -1)
 
-    def report = "stall by #{@stall} #{STALL} s; #{@connections_cut} connections cut"
+    def report
+      "stall by #{@stall} #{STALL} s; #{@connections_cut} connections cut"
+    end
 
     # Where the jobs that never ran are. @returns [Array(String)] lines.
     def diagnose(missing, processes)
-      queued = call("LRANGE", @keys.queue("default"), 0, -1).map { |payload| JSON.parse(payload)["args"].first }
+      queued = call("LRANGE", @keys.queue("default"), 0, -1).map do |payload|
+        JSON.parse(payload)["args"].first
+      end
       registry = call("ZRANGE", @keys.processes, 0, -1, "WITHSCORES").to_h
       lines = ["queued among them: #{queued & missing}"]
       processes.each do |pid, id|
-        held = call("HGETALL", @keys.in_flight(id)).values.map { |payload| JSON.parse(payload)["args"].first }
-        lines << "pid #{pid}: registered #{registry.key?(id)}, registration ttl #{call("PTTL", @keys.process(id))} ms, " \
+        held = call("HGETALL", @keys.in_flight(id)).values.map do |payload|
+          JSON.parse(payload)["args"].first
+        end
+        lines << "pid #{pid}: registered #{registry.key?(id)}, " \
+          "registration ttl #{call("PTTL", @keys.process(id))} ms, " \
           "in flight #{held.size}, of them never ran: #{held & missing}"
       end
       lines
@@ -74,7 +88,9 @@ module Chaos
     # Stops Redis; after a failure, keeps its append-only file (the whole history) in `evidence`.
     def stop(evidence: nil)
       @control.close
-      FileUtils.cp_r(File.join(@redis.dir, "appendonlydir"), evidence) if evidence
+      if evidence
+        FileUtils.cp_r(File.join(@redis.dir, "appendonlydir"), evidence)
+      end
       @redis.stop
     end
 
@@ -82,7 +98,9 @@ module Chaos
 
     # Cuts every client connection: the servers' pools, heartbeats and push subscriptions (the chaos's own is spared).
     def cut_connections
-      @connections_cut += %w[normal pubsub].sum { |type| call("CLIENT", "KILL", "TYPE", type) }
+      @connections_cut += %w[normal pubsub].sum do |type|
+        call("CLIENT", "KILL", "TYPE", type)
+      end
     end
 
     # Redis answers nothing for STALL seconds.
@@ -101,7 +119,8 @@ module Chaos
     def restart
       from = Chaos.now
       @redis.restart
-      call("EXISTS", @keys.processes) # refused with LOADING until the append-only file is read
+      # refused with LOADING until the append-only file is read
+      call("EXISTS", @keys.processes)
       @outages << [from, Chaos.now]
     end
 
@@ -119,7 +138,11 @@ module Chaos
       begin
         yield
       rescue RedisClient::ConnectionError, RedisClient::CommandError => error
-        raise if Chaos.now > deadline || (error.is_a?(RedisClient::CommandError) && !error.message.start_with?("LOADING"))
+        if Chaos.now > deadline ||
+            (error.is_a?(RedisClient::CommandError) &&
+              !error.message.start_with?("LOADING"))
+          raise
+        end
         sleep 0.05
         retry
       end
@@ -130,7 +153,12 @@ module Chaos
     # The recovery watch's view of Redis.
     class Probe
       def initialize(url, keys)
-        @redis = RedisClient.new(url: url, connect_timeout: 0.5, read_timeout: 3, write_timeout: 1)
+        @redis = RedisClient.new(
+          url: url,
+          connect_timeout: 0.5,
+          read_timeout: 3,
+          write_timeout: 1
+        )
         @keys = keys
       end
 
@@ -185,18 +213,31 @@ module Chaos
     end
 
     # One SELECT: a consistent snapshot in WAL mode.
-    def jobs_anywhere(_processes) = sql("SELECT count(*) FROM jobs WHERE #{LIVE}").flatten.first
+    def jobs_anywhere(_processes)
+      sql("SELECT count(*) FROM jobs WHERE #{LIVE}").flatten.first
+    end
 
     def registered = sql("SELECT id FROM processes").flatten
 
-    def report = "write lock held #{@locks.map { |seconds| "#{seconds} s" }.join(", ")}"
+    def report
+      "write lock held #{@locks.map { |seconds| "#{seconds} s" }.join(", ")}"
+    end
 
     def diagnose(missing, processes)
       rows = sql("SELECT state, owner, payload FROM jobs WHERE #{LIVE}")
-      lost = rows.select { |_, _, payload| missing.include?(JSON.parse(payload)["args"].first) }
+      lost = rows.select do |_, _, payload|
+        missing.include?(JSON.parse(payload)["args"].first)
+      end
       owners = processes.to_h { |pid, id| [id, pid] }
-      ["never ran, by place: #{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
-        "registry (seconds left): #{sql("SELECT id, expires_at FROM processes").map { |id, at| [id, (at - Time.now.to_f).round(1)] }}"]
+      [
+        "never ran, by place: " \
+          "#{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
+        "registry (seconds left): #{
+          sql("SELECT id, expires_at FROM processes").map do |id, at|
+            [id, (at - Time.now.to_f).round(1)]
+          end
+        }"
+      ]
     end
 
     def stop(evidence: nil)
@@ -211,7 +252,8 @@ module Chaos
 
     def lock(seconds)
       locker = SQLite3::Database.new(@path)
-      locker.busy_timeout = 5_000 # wait for a server's transaction to end before taking the lock
+      # wait for a server's transaction to end before taking the lock
+      locker.busy_timeout = 5_000
       locker.execute("BEGIN IMMEDIATE")
       from = Chaos.now
       sleep seconds # holding the lock is the fault
@@ -230,8 +272,14 @@ module Chaos
 
       def look(process)
         @store.with do |db|
-          held = db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process])
-          [held, !db.get_first_value("SELECT 1 FROM processes WHERE id = ?", [process]).nil?]
+          held = db.get_first_value(
+            "SELECT count(*) FROM jobs " \
+              "WHERE owner = ? AND state = 'in_flight'",
+            [process]
+          )
+          [held, !db.get_first_value(
+            "SELECT 1 FROM processes WHERE id = ?", [process]
+          ).nil?]
         end
       end
 
@@ -280,24 +328,41 @@ module Chaos
     end
 
     # One SELECT: one snapshot.
-    def jobs_anywhere(_processes) = sql("SELECT count(*) FROM #{@schema}.jobs WHERE #{LIVE}").first.first.to_i
+    def jobs_anywhere(_processes)
+      sql("SELECT count(*) FROM #{@schema}.jobs WHERE #{LIVE}")
+        .first.first.to_i
+    end
 
     def registered = sql("SELECT id FROM #{@schema}.processes").flatten
 
-    def report = "#{@terminated} connections terminated; jobs table locked #{@locks} times for #{STALL} s"
+    def report
+      "#{@terminated} connections terminated; " \
+        "jobs table locked #{@locks} times for #{STALL} s"
+    end
 
     def diagnose(missing, processes)
-      rows = sql("SELECT state, owner, convert_from(payload, 'UTF8') FROM #{@schema}.jobs WHERE #{LIVE}")
-      lost = rows.select { |_, _, payload| missing.include?(JSON.parse(payload)["args"].first) }
+      rows = sql("SELECT state, owner, convert_from(payload, 'UTF8') " \
+        "FROM #{@schema}.jobs WHERE #{LIVE}")
+      lost = rows.select do |_, _, payload|
+        missing.include?(JSON.parse(payload)["args"].first)
+      end
       owners = processes.to_h { |pid, id| [id, pid] }
-      ["never ran, by place: #{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
-        "registry: #{registered}"]
+      [
+        "never ran, by place: " \
+          "#{lost.map { |state, owner, _| [state, owners[owner]] }.tally}",
+        "registry: #{registered}"
+      ]
     end
 
     def stop(evidence: nil)
       if evidence
-        rows = sql("SELECT id, state, owner, run_at FROM #{@schema}.jobs ORDER BY id")
-        File.write(File.join(evidence, "jobs.txt"), rows.map { |row| row.join(" ") }.join("\n"))
+        rows = sql(
+          "SELECT id, state, owner, run_at FROM #{@schema}.jobs ORDER BY id"
+        )
+        File.write(
+          File.join(evidence, "jobs.txt"),
+          rows.map { |row| row.join(" ") }.join("\n")
+        )
       end
       @control.close
       PostgresServer.instance.drop_schema(@namespace)
@@ -309,13 +374,17 @@ module Chaos
 
     # Ends every connection of the servers and of the test's client (not this one): what a failover does to them.
     def terminate
-      @terminated += sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity " \
-        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'jiggler'").size
+      @terminated += sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity " \
+          "WHERE datname = current_database() AND pid <> pg_backend_pid() " \
+          "AND application_name = 'jiggler'"
+      ).size
     end
 
     def lock
       @control.transaction do |db|
-        db.exec("LOCK TABLE #{@schema}.jobs IN EXCLUSIVE MODE") # reads go on; writes wait
+        # reads go on; writes wait
+        db.exec("LOCK TABLE #{@schema}.jobs IN EXCLUSIVE MODE")
         from = Chaos.now
         sleep STALL
         @outages << [from, Chaos.now]
@@ -331,8 +400,12 @@ module Chaos
       end
 
       def look(process)
-        held, registered = @db.exec_params("SELECT (SELECT count(*) FROM #{@schema}.jobs WHERE owner = $1 AND " \
-          "state = 'in_flight'), EXISTS (SELECT 1 FROM #{@schema}.processes WHERE id = $1)", [process]).values.first
+        held, registered = @db.exec_params(
+          "SELECT (SELECT count(*) FROM #{@schema}.jobs " \
+            "WHERE owner = $1 AND state = 'in_flight'), " \
+            "EXISTS (SELECT 1 FROM #{@schema}.processes WHERE id = $1)",
+          [process]
+        ).values.first
         [held.to_i, registered == "t"]
       end
 
@@ -340,5 +413,9 @@ module Chaos
     end
   end
 
-  STORES = {"redis" => RedisStore, "sqlite" => SQLiteStore, "postgres" => PostgresStore}.freeze
+  STORES = {
+    "redis" => RedisStore,
+    "sqlite" => SQLiteStore,
+    "postgres" => PostgresStore
+  }.freeze
 end

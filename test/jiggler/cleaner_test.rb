@@ -14,7 +14,11 @@ end
 describe Jiggler::Cleaner do
   def cleaner = Jiggler.config.cleaner
 
-  def payload(value) = JSON.generate({"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [value]})
+  def payload(value)
+    JSON.generate(
+      {"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [value]}
+    )
+  end
 
   # Puts something in every place the cleaner can empty and returns the summary; every value is non-zero.
   def fill
@@ -23,24 +27,55 @@ describe Jiggler::Cleaner do
     RecordJob.enqueue_in(60, 4)
     CleanerBatchJob.with_options(queue: "mailers").enqueue(7)
     failures = [[:retry, payload(5)], [:dead, payload(6)]].map do |set, failed|
-      Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(nil, "default", nil), set: set, at: Time.now.to_f, payload: failed)
+      Jiggler::Store::Failed.new(
+        fetched: Jiggler::Store::Fetched.new(nil, "default", nil),
+        set: set,
+        at: Time.now.to_f,
+        payload: failed
+      )
     end
-    store.fail("proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100)
-    store.fetch("proc-1", [], limit: 0, acks: %w[1|default 2|default 3|default], reliable: false)
+    store.fail(
+      "proc-1", failures, reliable: false, dead_cutoff: 0, dead_max: 100
+    )
+    store.fetch(
+      "proc-1",
+      [],
+      limit: 0,
+      acks: %w[1|default 2|default 3|default],
+      reliable: false
+    )
     store.beat("proc-1", JSON.generate({"pid" => 1}), 60)
     # Jobs waiting for a concurrency slot and recurring tasks are not the cleaner's: they stay empty here.
-    Jiggler.summary.tap { |summary| assert(summary.except("waiting", "recurring").values.all? { |value| value != 0 && value != {} }, summary.inspect) }
+    Jiggler.summary.tap do |summary|
+      assert(
+        summary.except("waiting", "recurring").values.all? { |value|
+          value != 0 && value != {}
+        },
+        summary.inspect
+      )
+    end
   end
 
   def empty_summary
-    {"retry_jobs_count" => 0, "dead_jobs_count" => 0, "scheduled_jobs_count" => 0, "failures_count" => 0,
-     "processed_count" => 0, "processes" => {}, "queues" => {}, "batches" => {}, "waiting" => {}, "recurring" => {}}
+    {
+      "retry_jobs_count" => 0,
+      "dead_jobs_count" => 0,
+      "scheduled_jobs_count" => 0,
+      "failures_count" => 0,
+      "processed_count" => 0,
+      "processes" => {},
+      "queues" => {},
+      "batches" => {},
+      "waiting" => {},
+      "recurring" => {}
+    }
   end
 
   it "prunes one queue by positional name" do
     before = fill
     cleaner.prune_queue("mailers")
-    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}), Jiggler.summary
+    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}),
+      Jiggler.summary
     assert_empty store.queue_entries("mailers")
   end
 
@@ -54,7 +89,8 @@ describe Jiggler::Cleaner do
   it "prunes one queue by name: keyword, as jiggler 0.1.0 documented it" do
     before = fill
     cleaner.prune_queue(name: "mailers")
-    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}), Jiggler.summary
+    assert_equal before.merge("queues" => {"default" => 2}, "batches" => {}),
+      Jiggler.summary
     assert_empty store.queue_entries("mailers")
   end
 
@@ -132,14 +168,17 @@ describe Jiggler::Cleaner do
   end
 
   it "leaves other namespaces and other keys alone" do
-    other = Jiggler::Store::Redis.new(pool: redis, namespace: "#{@namespace}-tenant")
+    other = Jiggler::Store::Redis.new(
+      pool: redis, namespace: "#{@namespace}-tenant"
+    )
     other.push("default", [payload(1)])
     other.schedule([[Time.now.to_f + 60, payload(2)]])
     other.beat("tenant-proc", "{}", 60)
     redis.call("SET", "#{@namespace}:unrelated", "keep")
     fill
     cleaner.prune_all
-    assert_equal [{"default" => 1}, 1, 1], [other.queue_sizes, other.counts[:scheduled], other.processes.size]
+    assert_equal [{"default" => 1}, 1, 1],
+      [other.queue_sizes, other.counts[:scheduled], other.processes.size]
     assert_equal "keep", redis.call("GET", "#{@namespace}:unrelated")
     other.clear_all
   end
@@ -148,7 +187,9 @@ describe Jiggler::Cleaner do
     RecordJob.enqueue(1)
     Jiggler::Config.new(store: -> { store }).cleaner.prune_all_queues
     assert_empty store.queue_sizes
-    error = assert_raises(Jiggler::Config::InvalidError) { Jiggler::Config.new.cleaner }
+    error = assert_raises(Jiggler::Config::InvalidError) do
+      Jiggler::Config.new.cleaner
+    end
     assert_match(/no store to clean/, error.message)
   end
 end

@@ -26,27 +26,41 @@ end
 
 describe Jiggler::Client do
   # Reads the test namespace through a plain connection, whatever pool the client uses.
-  def plain_store = Jiggler::Store::Redis.new(pool: redis, namespace: @namespace)
+  def plain_store
+    Jiggler::Store::Redis.new(pool: redis, namespace: @namespace)
+  end
 
-  def queued(queue = "default") = plain_store.queue_entries(queue, limit: 1000).map { |json| JSON.parse(json) }
+  def queued(queue = "default")
+    plain_store
+      .queue_entries(queue, limit: 1000)
+      .map { |json| JSON.parse(json) }
+  end
 
-  def use_async_client = Jiggler.configure { |config| config[:client_async] = true }
+  def use_async_client
+    Jiggler.configure { |config| config[:client_async] = true }
+  end
 
   describe "#push" do
     it "writes due jobs to the queue with their options and times" do
-      jids = Jiggler.client.push("RecordJob", [[1], [2]], {queue: "q", retries: 4, retry_queue: "rq"})
+      jids = Jiggler.client.push(
+        "RecordJob", [[1], [2]], {queue: "q", retries: 4, retry_queue: "rq"}
+      )
       assert_equal jids, queued("q").map { |job| job["jid"] }
       job = queued("q").first
-      assert_equal ["RecordJob", [1], "q", 4, "rq"], job.values_at("name", "args", "queue", "retries", "retry_queue")
+      assert_equal ["RecordJob", [1], "q", 4, "rq"],
+        job.values_at("name", "args", "queue", "retries", "retry_queue")
       assert_in_delta Time.now.to_f, job["created_at"], 5
       assert_equal job["created_at"], job["enqueued_at"]
     end
 
     it "writes later jobs to the scheduled set without an enqueued_at" do
       at = Time.now.to_f + 30
-      jid = Jiggler.client.push("RecordJob", [[1]], {queue: "q", retries: 1}, at: at).first
+      jid = Jiggler.client
+        .push("RecordJob", [[1]], {queue: "q", retries: 1}, at: at)
+        .first
       payload, score = store.set_entries(:scheduled).first
-      assert_equal [jid, false], [JSON.parse(payload)["jid"], JSON.parse(payload).key?("enqueued_at")]
+      assert_equal [jid, false],
+        [JSON.parse(payload)["jid"], JSON.parse(payload).key?("enqueued_at")]
       assert_in_delta at, score, 0.001
       refute JSON.parse(payload).key?("retry_queue")
     end
@@ -54,13 +68,19 @@ describe Jiggler::Client do
 
   describe "with the default client" do
     it "raises a ConnectionError naming Redis when it cannot connect" do
-      Jiggler.configure { |config| config[:redis_url] = ClientTest::UNREACHABLE_URL }
-      error = assert_raises(Jiggler::Store::Redis::ConnectionError) { RecordJob.enqueue(1) }
+      Jiggler.configure do |config|
+        config[:redis_url] = ClientTest::UNREACHABLE_URL
+      end
+      error = assert_raises(Jiggler::Store::Redis::ConnectionError) do
+        RecordJob.enqueue(1)
+      end
       assert_match(/unreachable/, error.message)
     end
 
     it "is safe to share between threads" do
-      threads = Array.new(8) { |t| Thread.new { 25.times { |n| RecordJob.enqueue(t, n) } } }
+      threads = Array.new(8) do |t|
+        Thread.new { 25.times { |n| RecordJob.enqueue(t, n) } }
+      end
       threads.each(&:join)
       args = queued.map { |job| job["args"] }
       assert_equal 200, args.size
@@ -96,18 +116,23 @@ describe Jiggler::Client do
     it "lets other fibers run while an enqueue waits on Redis" do
       use_async_client
       Sync { Jiggler.store.ping } # connects outside the test
-      redis.call("CLIENT", "PAUSE", 3000, "WRITE") # Redis holds writes until this test unpauses it
+      # Redis holds writes until this test unpauses it
+      redis.call("CLIENT", "PAUSE", 3000, "WRITE")
       done = []
       seen_in_flight = nil
       Sync do |task|
         task.with_timeout(10) do
-          enqueues = [1, 2].map { |n| task.async { RecordJob.enqueue(n).tap { done << n } } }
-          seen_in_flight = done.empty? # both enqueues are waiting: only a fiber-aware client lets this run
+          enqueues = [1, 2].map do |n|
+            task.async { RecordJob.enqueue(n).tap { done << n } }
+          end
+          # both enqueues are waiting: only a fiber-aware client lets this run
+          seen_in_flight = done.empty?
           redis.call("CLIENT", "UNPAUSE")
           enqueues.each(&:wait)
         end
       end
-      assert seen_in_flight, "the enqueues blocked the reactor until Redis answered"
+      assert seen_in_flight,
+        "the enqueues blocked the reactor until Redis answered"
       assert_equal [1, 2], done.sort
       assert_equal [[1], [2]], queued.map { |job| job["args"] }.sort
     ensure
@@ -128,7 +153,9 @@ describe Jiggler::Client do
     end
 
     it "uses a ConnectionPool" do
-      pool = ConnectionPool.new(size: 2) { RedisClient.new(url: RedisServer.instance.url) }
+      pool = ConnectionPool.new(size: 2) do
+        RedisClient.new(url: RedisServer.instance.url)
+      end
       Jiggler.configure_client do |config|
         config[:redis_url] = ClientTest::UNREACHABLE_URL
         config[:client_redis_pool] = pool
@@ -141,7 +168,9 @@ describe Jiggler::Client do
     it "uses an async pool inside a reactor" do
       require "async/pool"
       config = RedisClient.config(url: RedisServer.instance.url)
-      pool = Async::Pool::Controller.wrap(limit: 2) { Jiggler::Store::Redis::Connection::Pooled.new(config) }
+      pool = Async::Pool::Controller.wrap(limit: 2) do
+        Jiggler::Store::Redis::Connection::Pooled.new(config)
+      end
       Jiggler.configure_client do |settings|
         settings[:redis_url] = ClientTest::UNREACHABLE_URL
         settings[:client_redis_pool] = pool

@@ -37,7 +37,11 @@ end
 
 describe Jiggler::Executor do
   before { @executors = [] }
-  after { @executors.each { |executor| executor.kill if executor.running? || executor.closed? } }
+  after do
+    @executors.each do |executor|
+      executor.kill if executor.running? || executor.closed?
+    end
+  end
 
   # Registers an executor to be killed after the test, whatever happens.
   def track(executor) = executor.tap { @executors << executor }
@@ -46,13 +50,24 @@ describe Jiggler::Executor do
 
   # Waits for every future to settle, failing the test after 5 s instead of hanging it; returns their values.
   def settle(futures)
-    wait_for(timeout: 5, message: "#{futures.size} futures to settle") { futures.all?(&:done?) }
-    futures.map { |future| future.get rescue $! } # standard:disable Style/RescueModifier
+    wait_for(timeout: 5, message: "#{futures.size} futures to settle") do
+      futures.all?(&:done?)
+    end
+    futures.map do |future|
+      future.get rescue $! # standard:disable Style/RescueModifier
+    end
   end
 
   # Runs Ruby code in a fresh process with lib/ on the load path; returns its exit status and output.
   def run_ruby(code)
-    output, status = Open3.capture2e(RbConfig.ruby, "-w", "-Ilib", "-e", code, chdir: File.expand_path("../..", __dir__))
+    output, status = Open3.capture2e(
+      RbConfig.ruby,
+      "-w",
+      "-Ilib",
+      "-e",
+      code,
+      chdir: File.expand_path("../..", __dir__)
+    )
     [status.exitstatus, output]
   end
 
@@ -60,8 +75,8 @@ describe Jiggler::Executor do
     it "runs the quick example" do
       # rubocop:disable Layout/DotPosition, Layout/MultilineMethodCallIndentation
       proco = Jiggler::Executor.interval(0.1).     # Runs every 0.1 second
-                    threads(4).        # 4 threads processing items every interval
-                    batch(true).new    # Enables batch processing mode
+                    threads(4).      # 4 threads processing items every interval
+                    batch(true).new  # Enables batch processing mode
       # rubocop:enable Layout/DotPosition, Layout/MultilineMethodCallIndentation
       track(proco)
 
@@ -86,7 +101,15 @@ describe Jiggler::Executor do
 
       assert_nil result
       assert_predicate future, :done?
-      assert_equal({threads: 4, queues: 1, queue_size: 1000, interval: 0.1, batch: true, batch_size: nil, logger: nil}, proco.options)
+      assert_equal({
+        threads: 4,
+        queues: 1,
+        queue_size: 1000,
+        interval: 0.1,
+        batch: true,
+        batch_size: nil,
+        logger: nil
+      }, proco.options)
     end
 
     it "builds the architecture examples" do
@@ -107,7 +130,14 @@ describe Jiggler::Executor do
 
     it "initializes by chaining and with an options hash alike" do
       # Initialization with method chaining
-      proco = Jiggler::Executor.interval(0.1).threads(8).queues(4).queue_size(100).batch(true).batch_size(10).new
+      proco = Jiggler::Executor
+        .interval(0.1)
+        .threads(8)
+        .queues(4)
+        .queue_size(100)
+        .batch(true)
+        .batch_size(10)
+        .new
       chained = proco.options
 
       # rubocop:disable Layout/ArgumentAlignment, Layout/HashAlignment, Layout/MultilineMethodCallBraceLayout
@@ -122,7 +152,15 @@ describe Jiggler::Executor do
       # rubocop:enable Layout/ArgumentAlignment, Layout/HashAlignment, Layout/MultilineMethodCallBraceLayout
 
       assert_equal chained, proco.options
-      assert_equal({interval: 0.1, threads: 8, queues: 4, queue_size: 100, batch: true, batch_size: 10, logger: nil}, chained)
+      assert_equal({
+        interval: 0.1,
+        threads: 8,
+        queues: 4,
+        queue_size: 100,
+        batch: true,
+        batch_size: 10,
+        logger: nil
+      }, chained)
     end
 
     it "starts a regular executor, submits and exits" do
@@ -168,15 +206,20 @@ describe Jiggler::Executor do
       two = proco.threads(2).queues(1).new
       eight = proco.threads(8).queues(4).batch(true).new
 
-      assert_equal [2, 1, false, 100], two.options.values_at(:threads, :queues, :batch, :batch_size)
-      assert_equal [8, 4, true, 100], eight.options.values_at(:threads, :queues, :batch, :batch_size)
-      assert_equal Jiggler::Executor::Options::DEFAULTS.merge(batch_size: 100), proco.to_h
+      assert_equal [2, 1, false, 100],
+        two.options.values_at(:threads, :queues, :batch, :batch_size)
+      assert_equal [8, 4, true, 100],
+        eight.options.values_at(:threads, :queues, :batch, :batch_size)
+      assert_equal Jiggler::Executor::Options::DEFAULTS.merge(batch_size: 100),
+        proco.to_h
     end
   end
 
   describe "submitting" do
     it "returns the block's value for each item" do
-      executor = track(Jiggler::Executor.threads(2).new.start { |item| item * 2 })
+      executor = track(
+        Jiggler::Executor.threads(2).new.start { |item| item * 2 }
+      )
       futures = (1..20).map { |item| executor.submit!(item) }
 
       assert_equal 42, executor.submit(21)
@@ -184,14 +227,19 @@ describe Jiggler::Executor do
     end
 
     it "returns the block's value for the whole batch in batch mode" do
-      executor = track(Jiggler::Executor.batch(true).batch_size(3).interval(60).new.start(&:dup))
+      executor = track(
+        Jiggler::Executor.batch(true).batch_size(3).interval(60).new
+          .start(&:dup)
+      )
       futures = (1..3).map { |item| executor.submit!(item) }
 
       assert_equal [[1, 2, 3]] * 3, settle(futures)
     end
 
     it "hands the block's error to the item's future and goes on" do
-      executor = track(Jiggler::Executor.new.start { |item| (item == 2) ? raise(ArgumentError, "bad #{item}") : item })
+      executor = track(Jiggler::Executor.new.start { |item|
+        (item == 2) ? raise(ArgumentError, "bad #{item}") : item
+      })
       futures = (1..3).map { |item| executor.submit!(item) }
 
       error = assert_raises(ArgumentError) { futures[1].get }
@@ -201,15 +249,24 @@ describe Jiggler::Executor do
     end
 
     it "hands a batch's error to every item of the batch" do
-      executor = track(Jiggler::Executor.batch(true).batch_size(2).interval(60).new.start { |items| raise "batch #{items}" })
+      executor = track(
+        Jiggler::Executor.batch(true).batch_size(2).interval(60).new
+          .start { |items| raise "batch #{items}" }
+      )
       futures = [executor.submit!(1), executor.submit!(2)]
       settle(futures)
 
-      futures.each { |future| assert_equal "batch [1, 2]", assert_raises(RuntimeError) { future.get }.message }
+      futures.each do |future|
+        assert_equal "batch [1, 2]",
+          assert_raises(RuntimeError) { future.get }.message
+      end
     end
 
-    it "hands even a non-standard error, like exit, to the future, and keeps its thread" do
-      executor = track(Jiggler::Executor.new.start { |item| (item == 1) ? Kernel.exit(3) : item })
+    it "hands even a non-standard error, like exit, to the future, " \
+      "and keeps its thread" do
+      executor = track(Jiggler::Executor.new.start { |item|
+        (item == 1) ? Kernel.exit(3) : item
+      })
 
       assert_equal 3, assert_raises(SystemExit) { executor.submit(1) }.status
       assert_equal 2, executor.submit(2)
@@ -221,7 +278,9 @@ describe Jiggler::Executor do
       assert_raises(Jiggler::Executor::StateError) { executor.submit!(1) }
       assert_raises(ArgumentError) { executor.start }
       executor.start { |item| item }
-      assert_raises(Jiggler::Executor::StateError) { executor.start { |item| item } }
+      assert_raises(Jiggler::Executor::StateError) do
+        executor.start { |item| item }
+      end
     end
 
     it "processes items in submission order by default" do
@@ -235,16 +294,21 @@ describe Jiggler::Executor do
 
     it "runs the block on several threads at once" do
       barrier = ExecutorTest::Barrier.new(4)
-      executor = track(Jiggler::Executor.threads(4).new.start { |_item| barrier.enter })
+      executor = track(
+        Jiggler::Executor.threads(4).new.start { |_item| barrier.enter }
+      )
       futures = (1..4).map { |item| executor.submit!(item) }
 
       assert_equal [true] * 4, futures.map(&:get)
     end
 
     it "spreads items over several queues, each with a dispatcher" do
-      executor = track(Jiggler::Executor.threads(2).queues(4).new.start { |item| item * 2 })
+      executor = track(
+        Jiggler::Executor.threads(2).queues(4).new.start { |item| item * 2 }
+      )
       results = (1..100).map { |item| executor.submit!(item) }.map(&:get)
-      dispatchers = Thread.list.map(&:name).compact.grep(/\Ajiggler\.executor\.dispatcher/)
+      dispatchers = Thread.list.map(&:name).compact
+        .grep(/\Ajiggler\.executor\.dispatcher/)
 
       assert_equal (1..100).map { |item| item * 2 }, results
       assert_equal 4, dispatchers.size
@@ -254,17 +318,23 @@ describe Jiggler::Executor do
   describe "batching" do
     it "flushes a batch when it reaches batch_size, and the rest on exit" do
       batches = []
-      executor = track(Jiggler::Executor.batch(true).batch_size(3).interval(60).new.start { |items| batches << items })
+      executor = track(
+        Jiggler::Executor.batch(true).batch_size(3).interval(60).new
+          .start { |items| batches << items }
+      )
       futures = (1..7).map { |item| executor.submit!(item) }
       wait_for(timeout: 5, message: "two full batches") { futures[5].done? }
 
       refute_predicate futures[6], :done?
-      assert Thread.new { executor.exit }.join(5), "exit waited for the interval"
+      assert Thread.new { executor.exit }.join(5),
+        "exit waited for the interval"
       assert_equal [[1, 2, 3], [4, 5, 6], [7]], batches
     end
 
     it "flushes a partial batch once its oldest item has waited the interval" do
-      executor = track(Jiggler::Executor.batch(true).interval(0.3).new.start(&:dup))
+      executor = track(
+        Jiggler::Executor.batch(true).interval(0.3).new.start(&:dup)
+      )
       started = now
       futures = (1..3).map { |item| executor.submit!(item) }
 
@@ -272,10 +342,14 @@ describe Jiggler::Executor do
       assert_operator now - started, :>=, 0.3
     end
 
-    it "gathers the items that arrive while the threads are busy, up to batch_size" do
+    it "gathers the items that arrive while the threads are busy, " \
+      "up to batch_size" do
       gate = Thread::Queue.new
       batches = []
-      executor = track(Jiggler::Executor.batch(true).batch_size(3).new.start { |items| gate.pop || batches << items })
+      executor = track(
+        Jiggler::Executor.batch(true).batch_size(3).new
+          .start { |items| gate.pop || batches << items }
+      )
       futures = (1..8).map { |item| executor.submit!(item) }
       gate.close
 
@@ -288,11 +362,17 @@ describe Jiggler::Executor do
   describe "back-pressure" do
     it "blocks submit! while the queue is full" do
       gate = Thread::Queue.new
-      executor = track(Jiggler::Executor.queue_size(2).new.start { |item| gate.pop || item })
+      executor = track(
+        Jiggler::Executor.queue_size(2).new.start { |item| gate.pop || item }
+      )
       accepted = Thread::Queue.new
-      producer = Thread.new { (1..10).map { |item| executor.submit!(item).tap { accepted << item } } }
+      producer = Thread.new do
+        (1..10).map { |item| executor.submit!(item).tap { accepted << item } }
+      end
       # One item runs, one waits in the dispatcher for the thread, two fill the queue.
-      wait_for(timeout: 5, message: "a full queue") { accepted.size == 4 && producer.status == "sleep" }
+      wait_for(timeout: 5, message: "a full queue") do
+        accepted.size == 4 && producer.status == "sleep"
+      end
 
       refute producer.join(0.2), "submit! returned while the queue was full"
       assert_equal 4, accepted.size
@@ -316,7 +396,9 @@ describe Jiggler::Executor do
     end
 
     it "exit flushes a partial batch without waiting for the interval" do
-      executor = track(Jiggler::Executor.batch(true).interval(60).new.start(&:dup))
+      executor = track(
+        Jiggler::Executor.batch(true).interval(60).new.start(&:dup)
+      )
       futures = (1..2).map { |item| executor.submit!(item) }
       exiting = Thread.new { executor.exit }
 
@@ -326,13 +408,17 @@ describe Jiggler::Executor do
 
     it "exit refuses a submit! that is waiting for room" do
       gate = Thread::Queue.new
-      executor = track(Jiggler::Executor.queue_size(1).new.start { |item| gate.pop || item })
+      executor = track(
+        Jiggler::Executor.queue_size(1).new.start { |item| gate.pop || item }
+      )
       accepted = (1..3).map { |item| executor.submit!(item) }
       producer = Thread.new do
         Thread.current.report_on_exception = false
         executor.submit!(4)
       end
-      wait_for(timeout: 5, message: "a blocked submit!") { producer.status == "sleep" }
+      wait_for(timeout: 5, message: "a blocked submit!") do
+        producer.status == "sleep"
+      end
       exiting = Thread.new { executor.exit }
 
       assert_raises(Jiggler::Executor::ClosedError) { producer.value }
@@ -356,20 +442,28 @@ describe Jiggler::Executor do
       gate = Thread::Queue.new
       started = Thread::Queue.new
       finished = []
-      executor = track(Jiggler::Executor.threads(2).new.start { |item| started << item && gate.pop && finished << item })
+      executor = track(Jiggler::Executor.threads(2).new.start { |item|
+        started << item && gate.pop && finished << item
+      })
       futures = (1..5).map { |item| executor.submit!(item) }
       2.times { started.pop }
       executor.kill
       settle(futures)
 
-      futures.each { |future| assert_raises(Jiggler::Executor::KilledError) { future.get } }
+      futures.each do |future|
+        assert_raises(Jiggler::Executor::KilledError) { future.get }
+      end
       assert_empty finished
-      assert_empty Thread.list.select { |thread| thread.name&.start_with?("jiggler.executor") }
+      assert_empty Thread.list.select { |thread|
+        thread.name&.start_with?("jiggler.executor")
+      }
       assert_raises(Jiggler::Executor::ClosedError) { executor.submit!(6) }
     end
 
     it "kill drops a partial batch" do
-      executor = track(Jiggler::Executor.batch(true).interval(60).new.start(&:dup))
+      executor = track(
+        Jiggler::Executor.batch(true).interval(60).new.start(&:dup)
+      )
       future = executor.submit!(1)
       executor.kill
       settle([future])
@@ -389,15 +483,26 @@ describe Jiggler::Executor do
   end
 
   describe "lifecycle, as proco's" do
-    it "raises RuntimeError 'not running' for submit, submit!, exit and kill before start, and stays startable" do
+    it "raises RuntimeError 'not running' for submit, submit!, exit and kill " \
+      "before start, and stays startable" do
       executor = track(Jiggler::Executor.new)
 
       refute_predicate executor, :running?
       %i[submit submit!].each do |call|
-        assert_match(/not running/, assert_raises(RuntimeError) { executor.public_send(call, 1) }.message)
+        assert_match(
+          /not running/,
+          assert_raises(RuntimeError) do
+            executor.public_send(call, 1)
+          end.message
+        )
       end
       %i[exit kill].each do |call|
-        assert_match(/not running/, assert_raises(RuntimeError) { executor.public_send(call) }.message)
+        assert_match(
+          /not running/,
+          assert_raises(RuntimeError) do
+            executor.public_send(call)
+          end.message
+        )
       end
       executor.start { |item| item * 2 }
       assert_equal 4, executor.submit(2)
@@ -426,10 +531,13 @@ describe Jiggler::Executor do
       executor.start { |item| item + 100 }
       assert_equal 101, executor.submit(1)
       executor.exit
-      assert_empty Thread.list.select { |thread| thread.name&.start_with?("jiggler.executor") }
+      assert_empty Thread.list.select { |thread|
+        thread.name&.start_with?("jiggler.executor")
+      }
     end
 
-    it "lets a restart run beside an exit still finishing the previous run's items" do
+    it "lets a restart run beside an exit still finishing " \
+      "the previous run's items" do
       gate = Thread::Queue.new
       executor = track(Jiggler::Executor.new)
       executor.start { |item| gate.pop || item }
@@ -446,16 +554,31 @@ describe Jiggler::Executor do
   end
 
   describe "logger" do
-    def log_to(io) = Logger.new(io).tap { |logger| logger.formatter = ->(severity, _, _, message) { "#{severity} #{message}\n" } }
+    def log_to(io)
+      Logger.new(io).tap do |logger|
+        logger.formatter =
+          ->(severity, _, _, message) { "#{severity} #{message}\n" }
+      end
+    end
 
-    it "logs the block's errors, with the items' count, to the logger given by chaining" do
+    it "logs the block's errors, with the items' count, " \
+      "to the logger given by chaining" do
       log = StringIO.new
-      executor = track(Jiggler::Executor.batch(true).batch_size(2).interval(60).logger(log_to(log)).new)
+      executor = track(
+        Jiggler::Executor
+          .batch(true)
+          .batch_size(2)
+          .interval(60)
+          .logger(log_to(log))
+          .new
+      )
       executor.start { |items| raise ArgumentError, "bad #{items}" }
       futures = [executor.submit!(1), executor.submit!(2)]
       settle(futures)
 
-      assert_includes log.string, "ERROR executor block raised ArgumentError: bad [1, 2] (2 items; their futures re-raise it)"
+      assert_includes log.string,
+        "ERROR executor block raised ArgumentError: bad [1, 2] " \
+        "(2 items; their futures re-raise it)"
     end
 
     it "logs the items a kill drops, to the logger given as a keyword" do
@@ -467,18 +590,22 @@ describe Jiggler::Executor do
       executor.kill
       settle(futures)
 
-      assert_includes log.string, "WARN executor killed; 3 submitted items were dropped unprocessed"
+      assert_includes log.string,
+        "WARN executor killed; 3 submitted items were dropped unprocessed"
     end
 
     it "logs nothing without a logger" do
       executor = track(Jiggler::Executor.new.start { |_item| raise "quiet" })
 
-      assert_output("", "") { assert_raises(RuntimeError) { executor.submit(1) } }
+      assert_output("", "") do
+        assert_raises(RuntimeError) { executor.submit(1) }
+      end
     end
   end
 
   describe "a program written for proco" do
-    it "runs with Proco = Jiggler::Executor: options, logger, lifecycle, restart, kill" do
+    it "runs with Proco = Jiggler::Executor: options, logger, lifecycle, " \
+      "restart, kill" do
       status, output = run_ruby(<<~'RUBY')
         require "jiggler/executor"
         require "logger"
@@ -564,7 +691,9 @@ describe Jiggler::Executor do
 
     it "lets other fibers run while one waits on a future" do
       gate = Thread::Queue.new
-      executor = track(Jiggler::Executor.new.start { |item| gate.pop || item * 2 })
+      executor = track(
+        Jiggler::Executor.new.start { |item| gate.pop || item * 2 }
+      )
       events = []
       value = sync_within do |task|
         future = executor.submit!(21)
@@ -579,15 +708,21 @@ describe Jiggler::Executor do
 
     it "serves synchronous submits from several fibers at once" do
       barrier = ExecutorTest::Barrier.new(4)
-      executor = track(Jiggler::Executor.threads(4).new.start { |_item| barrier.enter })
-      results = sync_within { |task| (1..4).map { |item| task.async { executor.submit(item) } }.map(&:wait) }
+      executor = track(
+        Jiggler::Executor.threads(4).new.start { |_item| barrier.enter }
+      )
+      results = sync_within do |task|
+        (1..4).map { |item| task.async { executor.submit(item) } }.map(&:wait)
+      end
 
       assert_equal [true] * 4, results
     end
 
     it "lets other fibers run while submit! waits for room" do
       gate = Thread::Queue.new
-      executor = track(Jiggler::Executor.queue_size(1).new.start { |item| gate.pop || item })
+      executor = track(
+        Jiggler::Executor.queue_size(1).new.start { |item| gate.pop || item }
+      )
       futures = sync_within do |task|
         producer = task.async { (1..5).map { |item| executor.submit!(item) } }
         task.async { gate.close }
@@ -612,7 +747,9 @@ describe Jiggler::Executor do
     end
 
     it "loads with require 'jiggler'" do
-      status, output = run_ruby('require "jiggler"; exit(defined?(Jiggler::Executor::Future) ? 0 : 1)')
+      status, output = run_ruby(
+        'require "jiggler"; exit(defined?(Jiggler::Executor::Future) ? 0 : 1)'
+      )
       assert_equal 0, status, output
     end
   end

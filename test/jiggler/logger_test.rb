@@ -7,21 +7,39 @@ describe Jiggler::Logger do
 
   it "writes one plain line per message with time, pid and level" do
     Jiggler::Logger.build(io).warn("careful")
-    assert_match(/\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z pid=#{Process.pid} WARN: careful\n\z/, io.string)
+    assert_match(
+      /\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z pid=#{Process.pid} WARN: careful\n\z/,
+      io.string
+    )
   end
 
-  it "writes one JSON object per line in the JSON format, with a job's fields as keys" do
+  it "writes one JSON object per line in the JSON format, " \
+    "with a job's fields as keys" do
     logger = Jiggler::Logger.build(io, format: :json)
-    logger.error("retry: Billing::Invoice jid=abc123 queue=billing attempt=2 RuntimeError: total=0 is wrong")
+    logger.error(
+      "retry: Billing::Invoice jid=abc123 queue=billing attempt=2 " \
+      "RuntimeError: total=0 is wrong"
+    )
     logger.info("started: server")
     job, other = io.string.lines.map { |line| JSON.parse(line) }
-    assert_equal ["ERROR", "retry", "Billing::Invoice", "abc123", "billing", "2", Process.pid],
+    assert_equal(
+      [
+        "ERROR",
+        "retry",
+        "Billing::Invoice",
+        "abc123",
+        "billing",
+        "2",
+        Process.pid
+      ],
       job.values_at("level", "event", "class", "jid", "queue", "attempt", "pid")
+    )
     refute job.key?("total"), "the error message's text is not a field"
     assert_equal ["started: server", nil], other.values_at("message", "class")
   end
 
-  it "switches a logger it built to another format, and leaves an app's own logger alone" do
+  it "switches a logger it built to another format, " \
+    "and leaves an app's own logger alone" do
     logger = Jiggler::Logger.build(io)
     Jiggler::Logger.reformat(logger, :json).info("hello")
     assert_equal "hello", JSON.parse(io.string)["message"]
@@ -42,15 +60,23 @@ describe Jiggler::Logger do
       Jiggler.reset!
       assert_equal :json, Jiggler.config[:log_format]
       Jiggler.logger = nil
-      assert_equal Jiggler::Logger.method(:format_json), Jiggler.logger.formatter
+      assert_equal Jiggler::Logger.method(:format_json),
+        Jiggler.logger.formatter
     end
 
-    it "refuses an unknown format, from code or from the environment, naming the setting" do
-      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.configure { |config| config[:log_format] = "jsno" } }
-      assert_match(/config\[:log_format\] must be one of :plain, :json/, error.message)
+    it "refuses an unknown format, from code or from the environment, " \
+      "naming the setting" do
+      error = assert_raises(Jiggler::Config::InvalidError) do
+        Jiggler.configure { |config| config[:log_format] = "jsno" }
+      end
+      assert_match(
+        /config\[:log_format\] must be one of :plain, :json/, error.message
+      )
       ENV["JIGGLER_LOG_FORMAT"] = "jsno"
       Jiggler.reset!
-      error = assert_raises(Jiggler::Config::InvalidError) { Jiggler.config[:log_format] }
+      error = assert_raises(Jiggler::Config::InvalidError) do
+        Jiggler.config[:log_format]
+      end
       assert_match(/JIGGLER_LOG_FORMAT/, error.message)
     end
   end

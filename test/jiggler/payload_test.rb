@@ -23,16 +23,26 @@ describe Jiggler::Payload do
 
   def job(args) = {"jid" => "0" * 24, "name" => "MyJob", "args" => args}
 
-  def round_trip(args) = Jiggler::Payload.load(Jiggler::Payload.dump(job(args)))["args"]
+  def round_trip(args)
+    Jiggler::Payload.load(Jiggler::Payload.dump(job(args)))["args"]
+  end
 
   def assert_malformed(json)
-    assert_raises(Jiggler::Payload::MalformedError, json.inspect) { Jiggler::Payload.load(json) }
+    assert_raises(Jiggler::Payload::MalformedError, json.inspect) do
+      Jiggler::Payload.load(json)
+    end
   end
 
   describe ".check_args!" do
     it "accepts every JSON-native type" do
-      args = [nil, true, false, 0, -7, 2**100, -(2**70), 1.5, -0.25, "", "text", "héllo ✓", [], {}]
-      nested = [[1, [2.5, ["x", nil, {"a" => [true, {"b" => {}}]}]]], {"k" => {"nested" => [1, "2", false]}}]
+      args = [
+        nil, true, false, 0, -7, 2**100, -(2**70), 1.5, -0.25,
+        "", "text", "héllo ✓", [], {}
+      ]
+      nested = [
+        [1, [2.5, ["x", nil, {"a" => [true, {"b" => {}}]}]]],
+        {"k" => {"nested" => [1, "2", false]}}
+      ]
       [args, nested].each do |list|
         check(*list)
         assert_equal list, round_trip(list)
@@ -46,7 +56,10 @@ describe Jiggler::Payload do
     end
 
     it "refuses non-JSON types, naming the argument position and the class" do
-      [:symbol, Time.now, Object.new, 1r, 2i, 1..2, Class, Struct.new(:a).new(1)].each do |bad|
+      [
+        :symbol, Time.now, Object.new, 1r, 2i, 1..2, Class,
+        Struct.new(:a).new(1)
+      ].each do |bad|
         error = refused(1, "ok", bad)
         assert_includes error.message, "MyJob argument 3"
         assert_includes error.message, bad.class.name.to_s
@@ -63,7 +76,8 @@ describe Jiggler::Payload do
 
     it "refuses bad values nested in Arrays and Hashes" do
       assert_includes refused(1, [1, [2, :deep]]).message, "argument 2"
-      assert_includes refused({"a" => {"b" => [Float::NAN]}}).message, "argument 1"
+      assert_includes refused({"a" => {"b" => [Float::NAN]}}).message,
+        "argument 1"
       assert_includes refused("x", {"when" => Time.at(0)}).message, "argument 2"
     end
 
@@ -94,13 +108,17 @@ describe Jiggler::Payload do
       assert_includes error.message, "argument 1"
     end
 
-    it "accepts arguments nested NESTING_LIMIT deep and refuses deeper ones, naming the limit and the argument" do
+    it "accepts arguments nested NESTING_LIMIT deep and refuses deeper ones, " \
+      "naming the limit and the argument" do
       limit = Jiggler::Payload::NESTING_LIMIT
       check(nest(limit), {"a" => nest(limit - 1)})
       [nest(limit + 1), {"a" => nest(limit)}, nest(3_500)].each do |deep|
-        error = Fiber.new { refused("ok", deep) }.resume # a fiber's stack is where jobs enqueue jobs
+        # a fiber's stack is where jobs enqueue jobs
+        error = Fiber.new { refused("ok", deep) }.resume
         assert_includes error.message, "MyJob argument 2"
-        assert_includes error.message, "nests deeper than #{limit} Arrays and Hashes (Jiggler::Payload::NESTING_LIMIT)"
+        assert_includes error.message,
+          "nests deeper than #{limit} Arrays and Hashes " \
+          "(Jiggler::Payload::NESTING_LIMIT)"
       end
     end
 
@@ -113,18 +131,27 @@ describe Jiggler::Payload do
 
   describe ".dump and .load" do
     it "round-trips every JSON-native type exactly" do
-      args = [nil, true, false, 0, -7, 2**100, -(2**70), 1.5, "héllo ✓ \u0000 \u2028", [1, [2]], {"a" => {"b" => [nil]}}]
+      args = [
+        nil, true, false, 0, -7, 2**100, -(2**70), 1.5,
+        "héllo ✓ \u0000 \u2028", [1, [2]], {"a" => {"b" => [nil]}}
+      ]
       assert_equal args, round_trip(args)
     end
 
     it "round-trips Floats without losing precision" do
-      floats = [0.1 + 0.2, 1.0 / 3, 123_456_789.123_456_79, Float::MAX, Float::MIN, 5e-324, 1e20, 2.0**70]
+      floats = [
+        0.1 + 0.2, 1.0 / 3, 123_456_789.123_456_79,
+        Float::MAX, Float::MIN, 5e-324, 1e20, 2.0**70
+      ]
       assert_equal floats, round_trip(floats)
     end
 
     it "keeps the fields of a full payload" do
-      payload = job([1]).merge("queue" => "mailers", "retries" => 3, "created_at" => 1_700_000_000.25)
-      assert_equal payload, Jiggler::Payload.load(Jiggler::Payload.dump(payload))
+      payload = job([1]).merge(
+        "queue" => "mailers", "retries" => 3, "created_at" => 1_700_000_000.25
+      )
+      assert_equal payload,
+        Jiggler::Payload.load(Jiggler::Payload.dump(payload))
     end
 
     it "writes a JSON String that any JSON parser reads" do
@@ -133,62 +160,113 @@ describe Jiggler::Payload do
     end
 
     it "refuses garbage" do
-      ["", "   ", "not json", "{", "{\"jid\":", "nil", "NaN", "[1] trailing", "{\"jid\":\"a\"}{}", "\xFF\xFE"].each do |json|
+      [
+        "",
+        "   ",
+        "not json",
+        "{",
+        "{\"jid\":",
+        "nil",
+        "NaN",
+        "[1] trailing",
+        "{\"jid\":\"a\"}{}",
+        "\xFF\xFE"
+      ].each do |json|
         assert_malformed(json)
       end
       assert_malformed(nil)
     end
 
     it "refuses JSON that is not a job" do
-      ["[]", "1", "\"text\"", "null", "{}", '{"name":"MyJob","args":[]}', '{"jid":"a","args":[]}',
-        '{"jid":"a","name":"MyJob"}', '{"jid":"a","name":"MyJob","args":{}}', '{"jid":1,"name":"MyJob","args":[]}',
-        '{"jid":"a","name":["MyJob"],"args":[]}'].each { |json| assert_malformed(json) }
+      [
+        "[]",
+        "1",
+        "\"text\"",
+        "null",
+        "{}",
+        '{"name":"MyJob","args":[]}',
+        '{"jid":"a","args":[]}',
+        '{"jid":"a","name":"MyJob"}',
+        '{"jid":"a","name":"MyJob","args":{}}',
+        '{"jid":1,"name":"MyJob","args":[]}',
+        '{"jid":"a","name":["MyJob"],"args":[]}'
+      ].each { |json| assert_malformed(json) }
     end
 
     it "never builds objects from object markers" do
-      json = '{"^o":"Object","jid":"a","name":"MyJob","args":[{"^o":"Object","x":1},{"^#1":[1,2]},{"^c":"File"}]}'
+      json = '{"^o":"Object","jid":"a","name":"MyJob",' \
+        '"args":[{"^o":"Object","x":1},{"^#1":[1,2]},{"^c":"File"}]}'
       data = Jiggler::Payload.load(json)
       assert_instance_of Hash, data
-      assert_equal [{"^o" => "Object", "x" => 1}, {"^#1" => [1, 2]}, {"^c" => "File"}], data["args"]
+      assert_equal(
+        [{"^o" => "Object", "x" => 1}, {"^#1" => [1, 2]}, {"^c" => "File"}],
+        data["args"]
+      )
     end
 
     it "never builds objects from json_class" do
-      json = '{"jid":"a","name":"MyJob","args":[{"json_class":"OpenStruct","a":1},{"json_class":"Range","a":[1,2]}]}'
+      json = '{"jid":"a","name":"MyJob","args":[' \
+        '{"json_class":"OpenStruct","a":1},{"json_class":"Range","a":[1,2]}]}'
       args = Jiggler::Payload.load(json)["args"]
-      assert_equal [{"json_class" => "OpenStruct", "a" => 1}, {"json_class" => "Range", "a" => [1, 2]}], args
+      assert_equal(
+        [
+          {"json_class" => "OpenStruct", "a" => 1},
+          {"json_class" => "Range", "a" => [1, 2]}
+        ],
+        args
+      )
       assert(args.all?(Hash))
     end
 
     it "reads huge numbers as plain numbers, not BigDecimal" do
-      args = Jiggler::Payload.load('{"jid":"a","name":"MyJob","args":[1.00000000000000000000001,123456789012345678901234567890]}')["args"]
+      args = Jiggler::Payload.load(
+        '{"jid":"a","name":"MyJob",' \
+        '"args":[1.00000000000000000000001,123456789012345678901234567890]}'
+      )["args"]
       assert_equal [Float, Integer], args.map(&:class)
     end
 
     it "keeps every digit of floats and integers of any size" do
       args = [0.1 + 0.2, 1e300, -5e-324, 2**70, -(2**64), 123456789.123456789]
       assert_equal args, round_trip(args)
-      assert_equal [Float, Float, Float, Integer, Integer, Float], round_trip(args).map(&:class)
+      assert_equal [Float, Float, Float, Integer, Integer, Float],
+        round_trip(args).map(&:class)
       random = Random.new(7)
-      floats = Array.new(10_000) { [random.bytes(8)].pack("a8").unpack1("D") }.select(&:finite?)
+      floats = Array.new(10_000) { [random.bytes(8)].pack("a8").unpack1("D") }
+        .select(&:finite?)
       assert_equal floats, round_trip(floats)
     end
 
-    it "reads arguments nested up to NESTING_LIMIT, and a payload nested deeper as malformed" do
+    it "reads arguments nested up to NESTING_LIMIT, " \
+      "and a payload nested deeper as malformed" do
       limit = Jiggler::Payload::NESTING_LIMIT
       assert_equal [nest(limit)], round_trip([nest(limit)])
-      assert_equal [{"a" => nest(limit - 1)}], round_trip([{"a" => nest(limit - 1)}])
+      assert_equal [{"a" => nest(limit - 1)}],
+        round_trip([{"a" => nest(limit - 1)}])
       [limit + 1, 3_500, 100_000].each do |depth|
-        json = %({"jid":"a","name":"MyJob","args":[#{"[" * depth}1#{"]" * depth}]})
+        json =
+          %({"jid":"a","name":"MyJob","args":[#{"[" * depth}1#{"]" * depth}]})
         error = Fiber.new { assert_malformed(json) }.resume
-        assert_match(/nests deeper than #{limit} levels of arguments \(Jiggler::Payload::NESTING_LIMIT\)/, error.message)
+        assert_match(
+          /nests deeper than #{limit} levels of arguments \(Jiggler::Payload::NESTING_LIMIT\)/,
+          error.message
+        )
       end
     end
 
-    it "writes Hash, Array and String subclasses as the plain values they are" do
-      indifferent = PayloadTest::IndifferentHash.new.merge!("id" => 1, "tags" => PayloadTest::TagList.new(["a"]))
-      args = [indifferent, PayloadTest::SafeText.new("<b>ok</b>"), {"html" => PayloadTest::SafeText.new("x")}]
+    it "writes Hash, Array and String subclasses as the plain values " \
+      "they are" do
+      indifferent = PayloadTest::IndifferentHash.new.merge!(
+        "id" => 1, "tags" => PayloadTest::TagList.new(["a"])
+      )
+      args = [
+        indifferent,
+        PayloadTest::SafeText.new("<b>ok</b>"),
+        {"html" => PayloadTest::SafeText.new("x")}
+      ]
       check(*args)
-      assert_equal [{"id" => 1, "tags" => ["a"]}, "<b>ok</b>", {"html" => "x"}], round_trip(args)
+      assert_equal [{"id" => 1, "tags" => ["a"]}, "<b>ok</b>", {"html" => "x"}],
+        round_trip(args)
       assert_equal [Hash, String], round_trip(args).first(2).map(&:class)
     end
 

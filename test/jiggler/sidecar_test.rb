@@ -16,8 +16,12 @@ describe Jiggler::Sidecar do
   after { @sidecar&.stop(5) }
 
   def sidecar(script, **options)
-    @sidecar = Jiggler::Sidecar.new(command: [RbConfig.ruby, "-e", script], log: ->(line) { @lines << line },
-      on_give_up: -> { @gave_up << true }, **options).start
+    @sidecar = Jiggler::Sidecar.new(
+      command: [RbConfig.ruby, "-e", script],
+      log: ->(line) { @lines << line },
+      on_give_up: -> { @gave_up << true },
+      **options
+    ).start
   end
 
   def alive?(pid)
@@ -26,12 +30,16 @@ describe Jiggler::Sidecar do
     false
   end
 
-  it "starts a child that dies again, then gives up after the young deaths in a row" do
+  it "starts a child that dies again, " \
+    "then gives up after the young deaths in a row" do
     sidecar("exit 1", young: 30, give_up_after: 3)
-    assert_equal true, @gave_up.pop # pauses of 1 s then 2 s between the three children
+    # pauses of 1 s then 2 s between the three children
+    assert_equal true, @gave_up.pop
     lines = Array.new(@lines.size) { @lines.pop }
     assert_equal 3, lines.grep(/started, pid/).size, lines.join("\n")
-    assert_match(/died 3 times in a row within 30 s of starting: giving up/, lines.last)
+    assert_match(
+      /died 3 times in a row within 30 s of starting: giving up/, lines.last
+    )
   end
 
   it "does not start again a child stopped on request (exit status 3)" do
@@ -52,6 +60,9 @@ describe Jiggler::Sidecar do
     pid = @sidecar.pid
     @sidecar.stop(0.5)
     refute alive?(pid)
-    assert_match(/still running 0.5 s after TERM: killing it/, Array.new(@lines.size) { @lines.pop }.last)
+    assert_match(
+      /still running 0.5 s after TERM: killing it/,
+      Array.new(@lines.size) { @lines.pop }.last
+    )
   end
 end

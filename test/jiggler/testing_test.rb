@@ -4,7 +4,8 @@ require "test_helper"
 require "jiggler/testing"
 require "jiggler/testing/assertions"
 
-Jiggler::Testing.disable! # the rest of the suite runs on the real store; these tests switch per test
+# the rest of the suite runs on the real store; these tests switch per test
+Jiggler::Testing.disable!
 
 module TestingTest
   RUNS = []
@@ -103,11 +104,13 @@ describe Jiggler::Testing do
 
   after { Jiggler::Testing.disable! }
 
-  it "keeps enqueued jobs in memory per class, with their queue and time, and writes nothing" do
+  it "keeps enqueued jobs in memory per class, with their queue and time, " \
+    "and writes nothing" do
     jid = TestingTest::Invoice.enqueue(1, "copy" => true)
     TestingTest::Invoice.with_options(queue: "late").enqueue_in(3600, 2)
     now, later = TestingTest::Invoice.jobs
-    assert_equal [jid, [1, {"copy" => true}], "billing", nil], now.values_at("jid", "args", "queue", "at")
+    assert_equal [jid, [1, {"copy" => true}], "billing", nil],
+      now.values_at("jid", "args", "queue", "at")
     assert_equal [[2], "late"], later.values_at("args", "queue")
     assert_in_delta Time.now.to_f + 3600, later["at"], 1
     assert_empty store.queue_entries("billing")
@@ -115,7 +118,9 @@ describe Jiggler::Testing do
   end
 
   it "checks arguments as a real enqueue does" do
-    error = assert_raises(ArgumentError) { TestingTest::Invoice.enqueue(Time.now) }
+    error = assert_raises(ArgumentError) do
+      TestingTest::Invoice.enqueue(Time.now)
+    end
     assert_match(/not JSON-native/, error.message)
     assert_empty TestingTest::Invoice.jobs
   end
@@ -125,7 +130,16 @@ describe Jiggler::Testing do
     assert_equal 1, TestingTest::Invoice.drain
     TestingTest::Chain.enqueue(3)
     assert_equal 4, Jiggler::Testing.drain_all
-    assert_equal [[:invoice, 7, {}], [:chain, 3], [:chain, 2], [:chain, 1], [:invoice, 1, {}]], TestingTest::RUNS
+    assert_equal(
+      [
+        [:invoice, 7, {}],
+        [:chain, 3],
+        [:chain, 2],
+        [:chain, 1],
+        [:invoice, 1, {}]
+      ],
+      TestingTest::RUNS
+    )
     assert_empty Jiggler::Testing.jobs
   end
 
@@ -135,7 +149,8 @@ describe Jiggler::Testing do
     assert_equal [[:digest, [[1], [2]]], [:digest, [[3]]]], TestingTest::RUNS
   end
 
-  it "runs the client middleware at enqueue and the server middleware when draining" do
+  it "runs the client middleware at enqueue " \
+    "and the server middleware when draining" do
     Jiggler.configure do |config|
       config.client_middleware { |chain| chain.add(TestingTest::Tag) }
       config.server_middleware { |chain| chain.add(TestingTest::Tag) }
@@ -155,7 +170,8 @@ describe Jiggler::Testing do
     assert_empty Jiggler::Testing.jobs
   end
 
-  it "runs jobs at enqueue in inline mode, with arguments as a server would read them" do
+  it "runs jobs at enqueue in inline mode, " \
+    "with arguments as a server would read them" do
     Jiggler::Testing.inline! { TestingTest::Invoice.enqueue(1, "at" => 1.5) }
     assert_equal [[:invoice, 1, {"at" => 1.5}]], TestingTest::RUNS
     assert Jiggler::Testing.fake?, "the block's mode ends with the block"
@@ -163,7 +179,10 @@ describe Jiggler::Testing do
 
   it "writes to the real store when disabled, for a block" do
     Jiggler::Testing.disable! { TestingTest::Invoice.enqueue(5) }
-    assert_equal [[5]], store.queue_entries("billing").map { |json| Jiggler::Payload.load(json)["args"] }
+    assert_equal [[5]],
+      store.queue_entries("billing").map { |json|
+        Jiggler::Payload.load(json)["args"]
+      }
     assert_empty TestingTest::Invoice.jobs
   end
 
@@ -171,17 +190,28 @@ describe Jiggler::Testing do
     at = Time.now + 600
     TestingTest::Invoice.enqueue_at(at, 3)
     assert_enqueued_jiggler_job TestingTest::Invoice
-    assert_enqueued_jiggler_job TestingTest::Invoice, args: [3], queue: "billing", at: at, count: 1
+    assert_enqueued_jiggler_job TestingTest::Invoice,
+      args: [3], queue: "billing", at: at, count: 1
     refute_enqueued_jiggler_job TestingTest::Invoice, args: [4]
-    error = assert_raises(Minitest::Assertion) { assert_enqueued_jiggler_job TestingTest::Invoice, queue: "other" }
-    assert_match(/expected at least one of a TestingTest::Invoice job on queue "other", found 0: .*\[3\] on "billing"/, error.message)
+    error = assert_raises(Minitest::Assertion) do
+      assert_enqueued_jiggler_job TestingTest::Invoice, queue: "other"
+    end
+    assert_match(
+      /expected at least one of a TestingTest::Invoice job on queue "other", found 0: .*\[3\] on "billing"/,
+      error.message
+    )
   end
 
-  it "keeps a started workflow's steps without dependencies as enqueued jobs, holds the others, and writes nothing" do
+  it "keeps a started workflow's steps without dependencies as enqueued " \
+    "jobs, holds the others, and writes nothing" do
     flow, parts, merge = TestingTest.flow
     flow.start
     assert_equal parts, TestingTest::Part.jobs.map { |job| job["jid"] }
-    assert_equal [[flow.id], [[1], [2], [3]]], [TestingTest::Part.jobs.map { |job| job["workflow"] }.uniq, TestingTest::Part.jobs.map { |job| job["args"] }]
+    assert_equal [[flow.id], [[1], [2], [3]]],
+      [
+        TestingTest::Part.jobs.map { |job| job["workflow"] }.uniq,
+        TestingTest::Part.jobs.map { |job| job["args"] }
+      ]
     assert_empty TestingTest::Merge.jobs
     assert_equal "waiting", Jiggler::Testing.workflow_steps(flow.id)[merge]
     assert_enqueued_jiggler_job TestingTest::Part, args: [2]
@@ -189,7 +219,8 @@ describe Jiggler::Testing do
     assert_empty store.workflow_steps(flow.id)
   end
 
-  it "releases a step when a drain performed its last dependency: drain_all runs the workflow in dependency order" do
+  it "releases a step when a drain performed its last dependency: " \
+    "drain_all runs the workflow in dependency order" do
     flow, parts, merge = TestingTest.flow
     flow.start
     TestingTest::Part.perform_one
@@ -199,27 +230,41 @@ describe Jiggler::Testing do
     assert_equal [merge], TestingTest::Merge.jobs.map { |job| job["jid"] }
     assert_equal "merges", TestingTest::Merge.jobs.first["queue"]
     assert_equal 3, Jiggler::Testing.drain_all
-    assert_equal [[:part, 1], [:part, 2], [:part, 3], [:merge, 60], [:notify, "report"], [:notify, "done"]], TestingTest::RUNS
+    assert_equal(
+      [
+        [:part, 1],
+        [:part, 2],
+        [:part, 3],
+        [:merge, 60],
+        [:notify, "report"],
+        [:notify, "done"]
+      ],
+      TestingTest::RUNS
+    )
     assert_equal ["done"], Jiggler::Testing.workflow_steps(flow.id).values.uniq
     assert_equal parts.size + 3, Jiggler::Testing.workflow_steps(flow.id).size
   end
 
-  it "holds a failed step's dependants: the error raises out of the drain, as any job's" do
+  it "holds a failed step's dependants: the error raises out of the drain, " \
+    "as any job's" do
     flow = Jiggler::Workflow.new
     broken = flow.step(TestingTest::Broken)
     after = flow.step(TestingTest::Notify, "after", after: [broken])
     flow.start
-    assert_equal "broken step", assert_raises(RuntimeError) { Jiggler::Testing.drain_all }.message
+    assert_equal "broken step",
+      assert_raises(RuntimeError) { Jiggler::Testing.drain_all }.message
     assert_empty TestingTest::Notify.jobs
     assert_equal "waiting", Jiggler::Testing.workflow_steps(flow.id)[after]
   end
 
-  it "performs an on_complete callback once every step of its group was performed, last, in both modes" do
+  it "performs an on_complete callback once every step of its group " \
+    "was performed, last, in both modes" do
     flow, parts, = TestingTest.flow
     flow.on_complete(TestingTest::Outcome)
     flow.start
     assert_equal 7, Jiggler::Testing.drain_all
-    assert_equal [[:notify, "done"], [:outcome, {"done" => parts.size + 3}]], TestingTest::RUNS.last(2)
+    assert_equal [[:notify, "done"], [:outcome, {"done" => parts.size + 3}]],
+      TestingTest::RUNS.last(2)
     TestingTest::RUNS.clear
     inline, = TestingTest.flow
     inline.on_complete(TestingTest::Outcome)
@@ -227,15 +272,27 @@ describe Jiggler::Testing do
     assert_equal [:outcome, {"done" => 6}], TestingTest::RUNS.last
   end
 
-  it "performs a workflow's steps at start in inline mode, in dependency order, with their dependencies' results" do
+  it "performs a workflow's steps at start in inline mode, " \
+    "in dependency order, with their dependencies' results" do
     flow, = TestingTest.flow
     Jiggler::Testing.inline! { flow.start }
-    assert_equal [[:part, 1], [:part, 2], [:part, 3], [:merge, 60], [:notify, "report"], [:notify, "done"]], TestingTest::RUNS
+    assert_equal(
+      [
+        [:part, 1],
+        [:part, 2],
+        [:part, 3],
+        [:merge, 60],
+        [:notify, "report"],
+        [:notify, "done"]
+      ],
+      TestingTest::RUNS
+    )
     assert_empty Jiggler::Testing.jobs
     assert_empty store.queue_sizes
   end
 
-  it "forgets the workflows started on clear_all, and writes a workflow to the store when disabled" do
+  it "forgets the workflows started on clear_all, " \
+    "and writes a workflow to the store when disabled" do
     flow, = TestingTest.flow
     flow.start
     Jiggler::Testing.clear_all

@@ -13,11 +13,15 @@ require "digest"
 module GeneratedApp
   TMP = Dir.mktmpdir("jiggler-generated")
   DIR = File.join(TMP, "blog")
-  RAILS_NEW_FLAGS = %w[--minimal --skip-bundle --skip-git --skip-asset-pipeline --skip-docker
-    --skip-rubocop --skip-brakeman --skip-ci].freeze
+  RAILS_NEW_FLAGS = %w[
+    --minimal --skip-bundle --skip-git --skip-asset-pipeline --skip-docker
+    --skip-rubocop --skip-brakeman --skip-ci
+  ].freeze
   # The environment of every command run in the app: development, and nothing from the developer's shell.
-  ENVIRONMENT = %w[REDIS_URL APP_ENV RACK_ENV JIGGLER_SQLITE_PATH JIGGLER_CONCURRENCY RAILS_MAX_THREADS DATABASE_URL
-    JIGGLER_LOG_FORMAT].to_h { |name| [name, nil] }.merge("RAILS_ENV" => "development").freeze
+  ENVIRONMENT = %w[
+    REDIS_URL APP_ENV RACK_ENV JIGGLER_SQLITE_PATH JIGGLER_CONCURRENCY
+    RAILS_MAX_THREADS DATABASE_URL JIGGLER_LOG_FORMAT
+  ].to_h { |name| [name, nil] }.merge("RAILS_ENV" => "development").freeze
   HELLO_JOB = <<~RUBY
     class HelloJob < ApplicationJob
       queue_as :default
@@ -35,12 +39,19 @@ module GeneratedApp
   def setup
     @setup ||= begin
       Minitest.after_run { FileUtils.rm_rf(TMP) }
-      run!(Gem.bin_path("railties", "rails"), "new", "blog", *RAILS_NEW_FLAGS, chdir: TMP)
-      File.write(File.join(DIR, "Procfile.dev"), "web: bin/rails server -p 3000\n")
+      run!(
+        Gem.bin_path("railties", "rails"), "new", "blog", *RAILS_NEW_FLAGS,
+        chdir: TMP
+      )
+      File.write(
+        File.join(DIR, "Procfile.dev"), "web: bin/rails server -p 3000\n"
+      )
       installs = %w[first second].to_h { |run| [run, install] }
       run!("bin/rails", "generate", "job", "hello")
       File.write(File.join(DIR, "app/jobs/hello_job.rb"), HELLO_JOB)
-      installs.transform_values(&:first).merge(installs.to_h { |run, (_, files)| ["after_#{run}", files] })
+      installs.transform_values(&:first).merge(
+        installs.to_h { |run, (_, files)| ["after_#{run}", files] }
+      )
     end
   end
 
@@ -61,11 +72,17 @@ module GeneratedApp
   # @raises [RuntimeError] with the output when it fails.
   def run!(*command, chdir: DIR, env: {})
     output, status = run(*command, chdir: chdir, env: env)
-    raise "#{command.join(" ")} failed (#{status}):\n#{output}" unless status.success?
+    unless status.success?
+      raise "#{command.join(" ")} failed (#{status}):\n#{output}"
+    end
     output
   end
 
   # @parameter env [Hash] variables over ENVIRONMENT's (RAILS_ENV for the tests).
   # @returns [Array(String, Process::Status)] the command's output and status.
-  def run(*command, chdir: DIR, env: {}) = Open3.capture2e(ENVIRONMENT.merge(env), RbConfig.ruby, *command, chdir: chdir)
+  def run(*command, chdir: DIR, env: {})
+    Open3.capture2e(
+      ENVIRONMENT.merge(env), RbConfig.ruby, *command, chdir: chdir
+    )
+  end
 end

@@ -9,7 +9,8 @@ require "jiggler/testing"
 
 Jiggler::Testing.disable! # jobs go to the real store
 
-describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" do
+describe "Mission Control - Jobs " \
+  "(#{Rails.version}, #{RailsApp::STORE} store)" do
   include Waiting
 
   def server = RailsApp.server
@@ -38,7 +39,8 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
 
   # An action, which must redirect.
   def act(path, method: "POST", params: {})
-    status, location, html = request("#{app}#{path}", method: method, params: params)
+    status, location, html =
+      request("#{app}#{path}", method: method, params: params)
     assert_equal 302, status, "#{method} #{path}: #{html[0, 2000]}"
     location
   end
@@ -48,7 +50,9 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
   # Waits for a DoomedJob to land in the dead set after its two runs.
   def dead(note)
     job = DoomedJob.perform_later(note)
-    wait_for(timeout: 20, message: "#{note} dead\n#{server.log[-2000..]}") { dead_jids(note).any? }
+    wait_for(timeout: 20, message: "#{note} dead\n#{server.log[-2000..]}") do
+      dead_jids(note).any?
+    end
     job
   end
 
@@ -59,38 +63,48 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
     end
   end
 
-  it "lists the queues with their sizes, and a queue's Active Job and native jobs" do
+  it "lists the queues with their sizes, " \
+    "and a queue's Active Job and native jobs" do
     BulkJob.set(queue: "mc-idle").perform_later(41) # no server works this queue
     LedgerJob.with_options(queue: "mc-idle").enqueue("native-note")
     assert_match(/mc-idle.*?2/m, page("/queues"))
     html = page("/queues/mc-idle")
-    %w[BulkJob 41 LedgerJob native-note].each { |text| assert_includes html, text }
+    %w[BulkJob 41 LedgerJob native-note].each do |text|
+      assert_includes html, text
+    end
   ensure
     store.clear_queue("mc-idle")
   end
 
-  it "pauses and resumes a queue in the store, and a server then runs its job" do
+  it "pauses and resumes a queue in the store, " \
+    "and a server then runs its job" do
     server
     act("/queues/bulk/pause") # an empty queue the server works
     assert_includes store.paused_queues, "bulk"
     BulkJob.perform_later(4242)
-    LedgerJob.enqueue("mc-after-pause") # a later job, in a queue the server fetches from after bulk
+    # a later job, in a queue the server fetches from after bulk
+    LedgerJob.enqueue("mc-after-pause")
     wait_for(timeout: 15, message: "the ledger job") do
       Event.exists?(kind: "ledger", note: "mc-after-pause")
     end
     assert_equal 1, ActiveJob.queues[:bulk].size # skipped while paused
     act("/queues/bulk/pause", method: "DELETE")
     refute_includes store.paused_queues, "bulk"
-    wait_for(timeout: 15, message: "the resumed job") { Event.exists?(kind: "bulk", note: "4242") }
+    wait_for(timeout: 15, message: "the resumed job") do
+      Event.exists?(kind: "bulk", note: "4242")
+    end
   end
 
-  it "shows a failed job with its error and backtrace, and retries it on the server" do
+  it "shows a failed job with its error and backtrace, " \
+    "and retries it on the server" do
     server
     job = dead("mc-retried")
     html = page("/failed/jobs")
     assert_includes html, "DoomedJob::Broken: mc-retried cannot work"
     html = page("/jobs/#{job.job_id}")
-    ["DoomedJob", "mc-retried cannot work", "doomed_job.rb"].each { assert_includes html, _1 }
+    ["DoomedJob", "mc-retried cannot work", "doomed_job.rb"].each do
+      assert_includes html, _1
+    end
     act("/jobs/#{job.job_id}/retry")
     wait_for(timeout: 15, message: "the retried run\n#{server.log[-2000..]}") do
       runs("mc-retried") == 3
@@ -103,7 +117,8 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
     wait_for(timeout: 15, message: "the failed LedgerJob") do
       page("/failed/jobs").include?("RuntimeError: no missing")
     end
-    assert_includes page("/failed/jobs?filter[job_class_name]=LedgerJob"), "LedgerJob"
+    assert_includes page("/failed/jobs?filter[job_class_name]=LedgerJob"),
+      "LedgerJob"
   end
 
   it "discards a failed job, then all the failed jobs of a class" do
@@ -132,7 +147,9 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
     assert_includes page("/scheduled/jobs"), "DepositJob"
     assert_includes page("/jobs/#{job.job_id}"), "DepositJob"
     act("/jobs/#{job.job_id}/dispatch")
-    wait_for(timeout: 15, message: "the dispatched deposit") { account.reload.balance == 3 }
+    wait_for(timeout: 15, message: "the dispatched deposit") do
+      account.reload.balance == 3
+    end
   end
 
   it "shows the jobs in progress and the workers running them" do
@@ -143,12 +160,18 @@ describe "Mission Control - Jobs (#{Rails.version}, #{RailsApp::STORE} store)" d
     end
     html = page("/workers")
     assert_includes html, "SlowJob"
-    workers = html.scan(%r{#{app}/workers/(\h+)}).flatten.uniq # other tests' servers may be at work too
-    assert workers.any? { |worker| page("/workers/#{worker}").include?("SlowJob") }, "the worker's page shows the job"
+    # other tests' servers may be at work too
+    workers = html.scan(%r{#{app}/workers/(\h+)}).flatten.uniq
+    assert(
+      workers.any? { |worker| page("/workers/#{worker}").include?("SlowJob") },
+      "the worker's page shows the job"
+    )
   end
 
   it "discards a pending job and clears a queue" do
-    jobs = Array.new(2) { |index| BulkJob.set(queue: "mc-cleared").perform_later(index) }
+    jobs = Array.new(2) do |index|
+      BulkJob.set(queue: "mc-cleared").perform_later(index)
+    end
     act("/jobs/#{jobs.first.job_id}/discard")
     assert_equal 1, store.queue_sizes["mc-cleared"]
     ActiveJob.queues["mc-cleared"].clear

@@ -29,14 +29,18 @@ ONE_FILE_APP = <<~RUBY
   WriteJob.perform_later(ENV.fetch("WRITE_TO")) if ENV["WRITE_TO"]
 RUBY
 
-describe "a one-file Rails #{Gem.loaded_specs["railties"].version} app under jiggler -r" do
+describe "a one-file Rails #{Gem.loaded_specs["railties"].version} app " \
+  "under jiggler -r" do
   include Waiting
 
   before do
     @dir = Dir.mktmpdir("jiggler-one-file")
     @app = File.join(@dir, "app.rb")
     File.write(@app, ONE_FILE_APP)
-    @env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => File.join(@dir, "jobs.sqlite3")}
+    @env = {
+      "REDIS_URL" => nil,
+      "JIGGLER_SQLITE_PATH" => File.join(@dir, "jobs.sqlite3")
+    }
   end
 
   after do
@@ -46,9 +50,14 @@ describe "a one-file Rails #{Gem.loaded_specs["railties"].version} app under jig
 
   it "finds the Active Job adapter and runs the app's job" do
     out = File.join(@dir, "out.txt")
-    assert system(@env.merge("WRITE_TO" => out), RbConfig.ruby, @app), "the app could not enqueue"
-    @server = ServerProcess.new("-r", @app, namespace: "one-file", env: @env).start
-    wait_for(timeout: 30, message: "the job to run\n#{@server.log}") { File.exist?(out) }
+    assert system(@env.merge("WRITE_TO" => out), RbConfig.ruby, @app),
+      "the app could not enqueue"
+    @server = ServerProcess.new(
+      "-r", @app, namespace: "one-file", env: @env
+    ).start
+    wait_for(timeout: 30, message: "the job to run\n#{@server.log}") do
+      File.exist?(out)
+    end
     assert_equal "ran in #{@server.pid}", File.read(out)
   end
 end

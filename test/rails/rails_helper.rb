@@ -23,8 +23,10 @@ module RailsApp
   # The environment the app and its jiggler servers share.
   def env
     @env ||= {
-      "RAILS_ENV" => "production", "APP_DATABASE" => File.join(TMP, "app.sqlite3"),
-      "APP_EVENTS" => File.join(TMP, "events.jsonl"), "JIGGLER_TEST_NAMESPACE" => NAMESPACE,
+      "RAILS_ENV" => "production",
+      "APP_DATABASE" => File.join(TMP, "app.sqlite3"),
+      "APP_EVENTS" => File.join(TMP, "events.jsonl"),
+      "JIGGLER_TEST_NAMESPACE" => NAMESPACE,
       "JIGGLER_SQLITE_PATH" => File.join(TMP, "jiggler.sqlite3"),
       "REDIS_URL" => (STORE == "redis") ? RedisServer.instance.url : nil
     }.merge((STORE == "postgres") ? postgres_env : {})
@@ -35,7 +37,11 @@ module RailsApp
   def postgres_env
     require_relative "../support/postgres_server"
     url = PostgresServer.instance.url
-    {"APP_DATABASE_URL" => url, "JIGGLER_DATABASE_URL" => url, "APP_TRANSACTIONAL_ENQUEUE" => "1"}
+    {
+      "APP_DATABASE_URL" => url,
+      "JIGGLER_DATABASE_URL" => url,
+      "APP_TRANSACTIONAL_ENQUEUE" => "1"
+    }
   end
 
   def boot
@@ -47,32 +53,48 @@ module RailsApp
 
   # The shared server, started on first use (JSON log lines, so tests can read them).
   def server
-    queues = %w[default bulk ledger probe-production].flat_map { |queue| ["-q", queue] }
+    queues = %w[default bulk ledger probe-production]
+      .flat_map { |queue| ["-q", queue] }
     @server ||= shared(start_server("-c", CONCURRENCY.to_s, *queues))
   end
 
   # The shared development server (no eager loading, code reloads), started on first use: it logs debug lines (-v),
   # in JSON, and the app logs to standard output as well.
   def development_server
-    @development_server ||= shared(start_server("-c", "5", "-v", "-q", "dev", "-q", "probe-development",
-      env: {"RAILS_ENV" => "development", "APP_LOG" => "stdout"}))
+    @development_server ||= shared(
+      start_server(
+        "-c", "5", "-v", "-q", "dev", "-q", "probe-development",
+        env: {"RAILS_ENV" => "development", "APP_LOG" => "stdout"}
+      )
+    )
   end
 
   def shared(server)
     Minitest.after_run { server.kill }
-    Waiting.wait_until(60, message: "the jiggler server to start:\n#{server.log}") { server.log.include?("started:") || !server.running? }
-    raise "the jiggler server did not start:\n#{server.log}" unless server.running?
+    Waiting.wait_until(
+      60, message: "the jiggler server to start:\n#{server.log}"
+    ) { server.log.include?("started:") || !server.running? }
+    unless server.running?
+      raise "the jiggler server did not start:\n#{server.log}"
+    end
     server
   end
 
   # Starts `jiggler -r test/rails/app` with extra flags and environment.
   def start_server(*args, env: {})
-    ServerProcess.new("-r", "test/rails/app", *args,
-      namespace: NAMESPACE, env: self.env.merge("JIGGLER_LOG_FORMAT" => "json").merge(env)).start
+    ServerProcess.new(
+      "-r", "test/rails/app", *args,
+      namespace: NAMESPACE,
+      env: self.env.merge("JIGGLER_LOG_FORMAT" => "json").merge(env)
+    ).start
   end
 
   # The notifications and error reports the app recorded (config/initializers/jiggler.rb).
-  def events = File.exist?(env["APP_EVENTS"]) ? File.readlines(env["APP_EVENTS"]).map { |line| JSON.parse(line) } : []
+  def events
+    File.exist?(env["APP_EVENTS"]) ?
+      File.readlines(env["APP_EVENTS"]).map { |line| JSON.parse(line) } :
+      []
+  end
 end
 
 module Waiting
@@ -80,7 +102,9 @@ module Waiting
   def self.wait_until(seconds, message: "condition")
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
     until yield
-      raise "timed out after #{seconds} s waiting for #{message}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        raise "timed out after #{seconds} s waiting for #{message}"
+      end
       sleep 0.05
     end
   end

@@ -9,8 +9,11 @@ module TestEnvApp
   TMP = Dir.mktmpdir("jiggler-rails-test-env")
 
   def self.boot
-    ENV.update("RAILS_ENV" => "test", "APP_DATABASE" => File.join(TMP, "app.sqlite3"),
-      "JIGGLER_SQLITE_PATH" => File.join(TMP, "jiggler.sqlite3"))
+    ENV.update(
+      "RAILS_ENV" => "test",
+      "APP_DATABASE" => File.join(TMP, "app.sqlite3"),
+      "JIGGLER_SQLITE_PATH" => File.join(TMP, "jiggler.sqlite3")
+    )
     ENV.delete("APP_EVENTS")
     require File.expand_path("app/config/environment", __dir__)
     ActiveRecord::Migration.verbose = false

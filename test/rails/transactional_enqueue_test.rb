@@ -14,8 +14,12 @@ describe "transactional enqueue (Rails #{Rails.version}, PostgreSQL)" do
   # Jobs holding `jid`, as another session sees them (only what was committed).
   def stored(jid)
     @pg ||= PG.connect(RailsApp.env["JIGGLER_DATABASE_URL"])
-    @pg.exec_params("SELECT count(*) FROM #{PG::Connection.quote_ident(RailsApp::NAMESPACE)}.jobs " \
-      "WHERE position(convert_to($1, 'UTF8') in payload) > 0", [jid]).getvalue(0, 0).to_i
+    @pg.exec_params(
+      "SELECT count(*) " \
+      "FROM #{PG::Connection.quote_ident(RailsApp::NAMESPACE)}.jobs " \
+      "WHERE position(convert_to($1, 'UTF8') in payload) > 0",
+      [jid]
+    ).getvalue(0, 0).to_i
   end
 
   after { @pg&.close }
@@ -24,31 +28,45 @@ describe "transactional enqueue (Rails #{Rails.version}, PostgreSQL)" do
   # in the same queue would have run by then too. @returns [Integer] the account's balance then.
   def balance_after_probe(account)
     probe = DepositJob.perform_later(account, amount: 1)
-    wait_for(timeout: 20, message: "the probe deposit") { account.reload.balance >= 1 && stored(probe.provider_job_id).zero? }
+    wait_for(timeout: 20, message: "the probe deposit") do
+      account.reload.balance >= 1 && stored(probe.provider_job_id).zero?
+    end
     account.reload.balance
   end
 
   # The same count, in the app's own session (inside its open transaction).
   def stored_here(jid)
-    ActiveRecord::Base.connection.select_value("SELECT count(*) FROM #{PG::Connection.quote_ident(RailsApp::NAMESPACE)}.jobs " \
-      "WHERE position(convert_to(#{ActiveRecord::Base.connection.quote(jid)}, 'UTF8') in payload) > 0").to_i
+    ActiveRecord::Base.connection.select_value(
+      "SELECT count(*) " \
+      "FROM #{PG::Connection.quote_ident(RailsApp::NAMESPACE)}.jobs " \
+      "WHERE position(convert_to(" \
+      "#{ActiveRecord::Base.connection.quote(jid)}, 'UTF8') in payload) > 0"
+    ).to_i
   end
 
-  it "writes the job in the app's transaction: seen there at once, by others only after the commit, then run" do
+  it "writes the job in the app's transaction: seen there at once, " \
+    "by others only after the commit, then run" do
     server
     account = Account.create!(name: "commit")
     job = nil
     Account.transaction do
       account.update!(name: "committed")
       job = DepositJob.perform_later(account, amount: 7)
-      refute_nil job.provider_job_id, "the enqueue was held until the commit (Active Job's enqueue_after_transaction_commit)"
-      assert_equal 1, stored_here(job.provider_job_id), "the job is not in the app's transaction"
-      assert_equal 0, stored(job.provider_job_id), "another session saw the job before the commit"
+      refute_nil job.provider_job_id,
+        "the enqueue was held until the commit " \
+        "(Active Job's enqueue_after_transaction_commit)"
+      assert_equal 1, stored_here(job.provider_job_id),
+        "the job is not in the app's transaction"
+      assert_equal 0, stored(job.provider_job_id),
+        "another session saw the job before the commit"
     end
-    wait_for(timeout: 20, message: "the deposit") { account.reload.balance == 7 }
+    wait_for(timeout: 20, message: "the deposit") do
+      account.reload.balance == 7
+    end
   end
 
-  it "writes a plain jiggler job in the transaction too, and rolls it back with it" do
+  it "writes a plain jiggler job in the transaction too, " \
+    "and rolls it back with it" do
     server
     kept = dropped = nil
     Account.transaction { kept = LedgerJob.enqueue("kept in the transaction") }
@@ -58,7 +76,9 @@ describe "transactional enqueue (Rails #{Rails.version}, PostgreSQL)" do
       raise ActiveRecord::Rollback
     end
     assert_equal 0, stored(dropped)
-    wait_for(timeout: 20, message: "the committed ledger job") { Event.exists?(kind: "ledger", note: "kept in the transaction") }
+    wait_for(timeout: 20, message: "the committed ledger job") do
+      Event.exists?(kind: "ledger", note: "kept in the transaction")
+    end
     refute Event.exists?(kind: "ledger", note: "rolled back")
     refute_nil kept
   end
@@ -75,7 +95,8 @@ describe "transactional enqueue (Rails #{Rails.version}, PostgreSQL)" do
     assert_equal 0, stored(job.provider_job_id)
   end
 
-  it "leaves no job when the process is killed with -9 inside the transaction" do
+  it "leaves no job when the process is killed with -9 " \
+    "inside the transaction" do
     server
     account = Account.create!(name: "killed")
     script = <<~RUBY
@@ -89,13 +110,16 @@ describe "transactional enqueue (Rails #{Rails.version}, PostgreSQL)" do
       end
     RUBY
     reader, writer = IO.pipe
-    pid = Process.spawn(RailsApp.env, RbConfig.ruby, "-rbundler/setup", "-e", script, out: writer)
+    pid = Process.spawn(
+      RailsApp.env, RbConfig.ruby, "-rbundler/setup", "-e", script, out: writer
+    )
     writer.close
     jid = reader.gets&.chomp
     assert jid, "the app process did not enqueue"
     Process.kill("KILL", pid)
     Process.wait(pid)
-    assert_equal 1, balance_after_probe(account), "the deposit of the killed transaction ran"
+    assert_equal 1, balance_after_probe(account),
+      "the deposit of the killed transaction ran"
     assert_equal 0, stored(jid)
   ensure
     reader&.close

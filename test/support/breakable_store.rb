@@ -6,9 +6,10 @@ require "jiggler"
 require "jiggler/store/sqlite"
 
 # A store a loop under test works on, which the test can make unreachable (`break!`) and bring back (`repair!`): on
-# Redis, a redis-server of its own stopped and started again on its port (empty: no test here needs its data back); on SQLite, a file whose
-# directory is moved away and a plain file put in its place, so that opening it fails (a directory would be created
-# again), then put back. The SQLite store holds its file open once it has it, so `break!` also closes the store.
+# Redis, a redis-server of its own stopped and started again on its port (empty: no test here needs its data back); on
+# SQLite, a file whose directory is moved away and a plain file put in its place, so that opening it fails (a directory
+# would be created again), then put back. The SQLite store holds its file open once it has it, so `break!` also closes
+# the store.
 module BreakableStore
   # @parameter name [String] "redis", "sqlite" or "postgres".
   # @parameter namespace [String] for Redis (and PostgreSQL's schema).
@@ -32,7 +33,9 @@ module BreakableStore
     end
 
     # A new store on a connection of its own (closed by `stop`).
-    def store = Jiggler::Store.dedicated(@config).tap { |store| @stores << store }
+    def store
+      Jiggler::Store.dedicated(@config).tap { |store| @stores << store }
+    end
 
     def break! = @server.shutdown
 
@@ -51,7 +54,9 @@ module BreakableStore
       @stores = []
     end
 
-    def store = Jiggler::Store::SQLite.new(path: @path).tap { |store| @stores << store }
+    def store
+      Jiggler::Store::SQLite.new(path: @path).tap { |store| @stores << store }
+    end
 
     def break!
       @stores.each(&:close)
@@ -77,27 +82,39 @@ module BreakableStore
       admin { |db| db.exec("CREATE DATABASE #{@database}") }
       @config = Jiggler::Config.new.tap do |config|
         config[:redis_url] = nil
-        config[:database_url] = PostgresServer.instance.url.sub(%r{/[^/]+\z}, "/#{@database}")
+        config[:database_url] =
+          PostgresServer.instance.url.sub(%r{/[^/]+\z}, "/#{@database}")
         config[:namespace] = namespace
       end
       @stores = []
     end
 
-    def store = Jiggler::Store.dedicated(@config).tap { |store| @stores << store }
+    def store
+      Jiggler::Store.dedicated(@config).tap { |store| @stores << store }
+    end
 
     def break!
       admin do |db|
         db.exec("ALTER DATABASE #{@database} ALLOW_CONNECTIONS false")
-        db.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '#{@database}'")
+        db.exec(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity " \
+          "WHERE datname = '#{@database}'"
+        )
       end
     end
 
-    def repair! = admin { |db| db.exec("ALTER DATABASE #{@database} ALLOW_CONNECTIONS true") }
+    def repair!
+      admin do |db|
+        db.exec("ALTER DATABASE #{@database} ALLOW_CONNECTIONS true")
+      end
+    end
 
     def stop
       @stores.each(&:close)
       repair!
-      admin { |db| db.exec("DROP DATABASE IF EXISTS #{@database} WITH (FORCE)") }
+      admin do |db|
+        db.exec("DROP DATABASE IF EXISTS #{@database} WITH (FORCE)")
+      end
     end
 
     private

@@ -12,21 +12,38 @@ require "jiggler/web"
 module BrowserSession
   # JIGGLER_CHROMIUM, else `chromium` on PATH: the lookup bin/test makes (`command -v chromium`) before it installs one.
   CHROMIUM = ENV["JIGGLER_CHROMIUM"] ||
-    ENV["PATH"].to_s.split(File::PATH_SEPARATOR).map { |dir| File.join(dir, "chromium") }.find { |path| File.executable?(path) }
+    ENV["PATH"].to_s.split(File::PATH_SEPARATOR)
+      .map { |dir| File.join(dir, "chromium") }
+      .find { |path| File.executable?(path) }
   SCREENSHOTS = File.expand_path("../../tmp/screenshots", __dir__)
   MOUNT = "/jiggler"
-  FLAGS = %w[headless no-sandbox disable-gpu no-first-run disable-background-networking disable-component-update
-    disable-sync].to_h { |flag| [flag, nil] }.freeze
+  FLAGS = %w[
+    headless no-sandbox disable-gpu no-first-run disable-background-networking
+    disable-component-update disable-sync
+  ].to_h { |flag| [flag, nil] }.freeze
 
   class << self
     # The browser, started on first use; nil (with the reason in `failure`) when Chromium cannot be started.
     def browser
       return @browser if @browser || @failure
       require "ferrum"
-      raise "no chromium on PATH (bin/test installs Debian's chromium package)" unless CHROMIUM
-      raise "#{CHROMIUM} is not an executable (JIGGLER_CHROMIUM)" unless File.executable?(CHROMIUM)
-      @browser = Ferrum::Browser.new(browser_path: CHROMIUM, headless: true, window_size: [1280, 900], timeout: 15,
-        process_timeout: 30, browser_options: FLAGS.merge("user-data-dir" => Dir.mktmpdir("jiggler-chromium")))
+      unless CHROMIUM
+        raise "no chromium on PATH " \
+          "(bin/test installs Debian's chromium package)"
+      end
+      unless File.executable?(CHROMIUM)
+        raise "#{CHROMIUM} is not an executable (JIGGLER_CHROMIUM)"
+      end
+      @browser = Ferrum::Browser.new(
+        browser_path: CHROMIUM,
+        headless: true,
+        window_size: [1280, 900],
+        timeout: 15,
+        process_timeout: 30,
+        browser_options: FLAGS.merge(
+          "user-data-dir" => Dir.mktmpdir("jiggler-chromium")
+        )
+      )
     rescue => error
       @failure = "#{error.class}: #{error.message.lines.first&.strip}"
       nil
@@ -37,7 +54,8 @@ module BrowserSession
     def create_page
       browser.create_page
     rescue Ferrum::DeadBrowserError => error
-      warn "Chromium was found dead (#{error.message}; #{process_end}); starting another"
+      warn "Chromium was found dead (#{error.message}; #{process_end}); " \
+        "starting another"
       quit_quietly
       browser&.create_page or raise error
     end
@@ -65,7 +83,12 @@ module BrowserSession
     # The dashboard's URL, starting the server on first use.
     def url
       @url ||= begin
-        server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0, Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
+        server = WEBrick::HTTPServer.new(
+          BindAddress: "127.0.0.1",
+          Port: 0,
+          Logger: WEBrick::Log.new(File::NULL),
+          AccessLog: []
+        )
         server.mount(MOUNT, Rackup::Handler::WEBrick, Jiggler::Web.new)
         Thread.new { server.start }.name = "jiggler.test.web"
         @server = server

@@ -19,7 +19,11 @@ module FlowServers
   end
 
   def teardown
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    unless passed?
+      @servers.each do |server|
+        warn("--- server #{server.pid} log:\n#{server.log}")
+      end
+    end
     @servers.each(&:kill)
     @sqlite&.close
     FileUtils.rm_rf(@dir)
@@ -59,10 +63,16 @@ module FlowServers
   # Starts a server on the fixture with `env` (the record file's path added) and command-line flags; waits for its
   # start line unless told not.
   def start_flow(env, *flags, wait: true)
-    server = ServerProcess.new("-r", FIXTURE, *flags, namespace: @namespace, env: {"FLOW_RECORD" => @record}.merge(env)).start
+    server = ServerProcess.new(
+      "-r", FIXTURE, *flags,
+      namespace: @namespace,
+      env: {"FLOW_RECORD" => @record}.merge(env)
+    ).start
     @servers << server
     return server unless wait
-    wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+    wait_for(timeout: 20, message: "server #{server.pid} to start") do
+      server.log.include?("started:") || !server.running?
+    end
     assert server.running?, "the server did not start:\n#{server.log}"
     server
   end

@@ -33,23 +33,34 @@ module LoopTest
   end
 
   # A logger writing "SEVERITY: message" lines the test reads with `logged`.
-  def logger = @logger ||= Logger.new(@log, formatter: ->(severity, _, _, message) { "#{severity}: #{message}\n" })
+  def logger
+    @logger ||= Logger.new(
+      @log,
+      formatter: ->(severity, _, _, message) { "#{severity}: #{message}\n" }
+    )
+  end
 
   # The lines logged so far that match a pattern.
   def logged(pattern) = @log.string.lines.grep(pattern)
 
   # A store of the test's own connection (as each loop has), closed after the test.
-  def build_store = Jiggler::Store.dedicated(Jiggler.config).tap { |store| @stores << store }
+  def build_store
+    Jiggler::Store.dedicated(Jiggler.config).tap { |store| @stores << store }
+  end
 
   # The test's store that fails on demand.
-  def breakable = @breakable ||= BreakableStore.build(target_name, namespace: @namespace, dir: @dir)
+  def breakable
+    @breakable ||=
+      BreakableStore.build(target_name, namespace: @namespace, dir: @dir)
+  end
 
   # Runs the block in a reactor, failing the test after `timeout` seconds.
   def in_reactor(timeout: 10)
     Sync do |task|
       task.with_timeout(timeout) { yield task }
     ensure
-      task.children&.each(&:stop) # a loop left running (the test failed) would keep the reactor, and the test, waiting
+      # a loop left running (the test failed) would keep the reactor, and the test, waiting
+      task.children&.each(&:stop)
     end
   end
 

@@ -15,8 +15,13 @@ class PgBouncerServer
 
   def self.available? = !binary.nil?
 
-  def self.binary = ["/usr/sbin/pgbouncer", *ENV.fetch("PATH", "").split(":").map { |dir| File.join(dir, "pgbouncer") }]
-    .find { |path| File.executable?(path) }
+  def self.binary
+    [
+      "/usr/sbin/pgbouncer",
+      *ENV.fetch("PATH", "").split(":")
+        .map { |dir| File.join(dir, "pgbouncer") }
+    ].find { |path| File.executable?(path) }
+  end
 
   def initialize
     @dir = Dir.mktmpdir("jiggler-pgbouncer")
@@ -29,7 +34,8 @@ class PgBouncerServer
     postgres = PostgresServer.instance
     File.write(ini, <<~INI)
       [databases]
-      #{PostgresServer::DATABASE} = host=127.0.0.1 port=#{postgres.port} dbname=#{PostgresServer::DATABASE} user=postgres
+      #{PostgresServer::DATABASE} = host=127.0.0.1 port=#{postgres.port} \
+      dbname=#{PostgresServer::DATABASE} user=postgres
       [pgbouncer]
       listen_addr = 127.0.0.1
       listen_port = #{@port}
@@ -64,5 +70,8 @@ class PgBouncerServer
 
   def pidfile = File.join(@dir, "pgbouncer.pid")
 
-  def log = File.exist?(File.join(@dir, "pgbouncer.log")) ? File.read(File.join(@dir, "pgbouncer.log")) : ""
+  def log
+    File.exist?(File.join(@dir, "pgbouncer.log")) ?
+      File.read(File.join(@dir, "pgbouncer.log")) : ""
+  end
 end

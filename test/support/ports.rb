@@ -16,7 +16,9 @@ module Ports
     begin
       TCPSocket.new("127.0.0.1", port).close
     rescue SystemCallError
-      raise "#{name} is not listening on port #{port}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        raise "#{name} is not listening on port #{port}"
+      end
       sleep 0.02
       retry
     end

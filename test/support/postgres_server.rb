@@ -13,8 +13,10 @@ require_relative "ports"
 class PostgresServer
   DATABASE = "jiggler_test"
   # Durability is not what the tests check: a test cluster that fsyncs nothing runs them faster.
-  SETTINGS = %w[fsync=off synchronous_commit=off full_page_writes=off max_connections=400
-    log_min_messages=fatal].freeze
+  SETTINGS = %w[
+    fsync=off synchronous_commit=off full_page_writes=off max_connections=400
+    log_min_messages=fatal
+  ].freeze
 
   attr_reader :port, :dir
 
@@ -32,16 +34,29 @@ class PostgresServer
   # Drops a test's schema (its namespace) and everything in it.
   def drop_schema(namespace)
     require "pg"
-    PG.connect(url) { |db| db.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS #{PG::Connection.quote_ident(namespace)} CASCADE") }
+    PG.connect(url) do |db|
+      db.exec(
+        "SET client_min_messages = warning; " \
+        "DROP SCHEMA IF EXISTS #{PG::Connection.quote_ident(namespace)} CASCADE"
+      )
+    end
   end
 
   def start
     FileUtils.chown("postgres", nil, @dir) if root?
-    run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+    run(
+      "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+      "--no-sync"
+    )
     settings = SETTINGS.map { |setting| "-c #{setting}" }
     options = ["-p #{@port}", "-h 127.0.0.1", "-k #{@dir}", *settings].join(" ")
-    run("pg_ctl", "-D", data, "-l", log, "-o", options, "-w", "-t", "30", "start")
-    run("createdb", "-h", "127.0.0.1", "-p", @port.to_s, "-U", "postgres", DATABASE)
+    run(
+      "pg_ctl", "-D", data, "-l", log, "-o", options, "-w", "-t", "30", "start"
+    )
+    run(
+      "createdb", "-h", "127.0.0.1", "-p", @port.to_s, "-U", "postgres",
+      DATABASE
+    )
     Minitest.after_run { stop } if defined?(Minitest)
     self
   end
@@ -66,7 +81,9 @@ class PostgresServer
     command = [binary(program), *args]
     command = ["runuser", "-u", "postgres", "--", *command] if root?
     output = IO.popen(command, err: [:child, :out], &:read)
-    raise "#{program} failed: #{output}#{File.read(log) if File.exist?(log)}" unless $?.success?
+    unless $?.success?
+      raise "#{program} failed: #{output}#{File.read(log) if File.exist?(log)}"
+    end
   end
 
   # Debian keeps the server's programs out of PATH, in /usr/lib/postgresql/<version>/bin.

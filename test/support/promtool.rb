@@ -9,8 +9,12 @@ module Promtool
 
   # The promtool to run, or nil.
   def self.path
-    [ENV["JIGGLER_PROMTOOL"], UNPACKED, *ENV["PATH"].to_s.split(File::PATH_SEPARATOR).map { |dir| File.join(dir, "promtool") }]
-      .compact.find { |path| File.executable?(path) }
+    [
+      ENV["JIGGLER_PROMTOOL"],
+      UNPACKED,
+      *ENV["PATH"].to_s.split(File::PATH_SEPARATOR)
+        .map { |dir| File.join(dir, "promtool") }
+    ].compact.find { |path| File.executable?(path) }
   end
 
   MISSING = "promtool is missing: run bin/test, which unpacks it"
@@ -25,19 +29,25 @@ module Promtool
       @promtool_missing = true
       return
     end
-    output, status = Open3.capture2e(promtool, "check", "metrics", stdin_data: text)
-    assert status.success?, "promtool check metrics refused the exposition:\n#{output}\n#{text}"
+    output, status =
+      Open3.capture2e(promtool, "check", "metrics", stdin_data: text)
+    assert status.success?,
+      "promtool check metrics refused the exposition:\n#{output}\n#{text}"
     assert_empty output.strip, "promtool check metrics found problems"
   end
 
   # A test that passed every check but promtool's is skipped: its exposition was not checked.
   def after_teardown
     super
-    skip("#{MISSING}; every other check of this test passed") if @promtool_missing && passed?
+    if @promtool_missing && passed?
+      skip("#{MISSING}; every other check of this test passed")
+    end
   end
 
   # The samples of an exposition: "name{labels}" to value.
   def samples(text)
-    text.lines.reject { |line| line.start_with?("#") }.to_h { |line| line.strip.rpartition(" ").then { |key, _, value| [key, Float(value)] } }
+    text.lines.reject { |line| line.start_with?("#") }.to_h do |line|
+      line.strip.rpartition(" ").then { |key, _, value| [key, Float(value)] }
+    end
   end
 end

@@ -10,12 +10,22 @@ module RawWrites
     if store.is_a?(Jiggler::Store::SQLite)
       blob = SQLite3::Blob.new(name)
       store.with do |db|
-        db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES ('queued', ?, ?, ?)", [blob, Time.now.to_f, payload])
+        db.execute(
+          "INSERT INTO jobs (state, queue, run_at, payload) " \
+          "VALUES ('queued', ?, ?, ?)",
+          [blob, Time.now.to_f, payload]
+        )
         db.execute("INSERT INTO paused_queues (queue) VALUES (?)", [blob])
       end
     else
       keys = store.keys
-      store.with { |redis| [["SADD", keys.queues, name], ["LPUSH", keys.queue(name), payload], ["SADD", keys.paused, name]].each { |command| redis.call_v(command) } }
+      store.with do |redis|
+        [
+          ["SADD", keys.queues, name],
+          ["LPUSH", keys.queue(name), payload],
+          ["SADD", keys.paused, name]
+        ].each { |command| redis.call_v(command) }
+      end
     end
   end
 end

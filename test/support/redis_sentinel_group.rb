@@ -14,8 +14,12 @@ class RedisSentinelGroup
 
   def start
     @master = RedisServer.new.start
-    @replica = RedisServer.new(args: ["--replicaof", "127.0.0.1", @master.port.to_s]).start
-    @sentinels = Array.new(3) { RedisServer.new(config_file: sentinel_config, args: ["--sentinel"]).start }
+    @replica = RedisServer.new(
+      args: ["--replicaof", "127.0.0.1", @master.port.to_s]
+    ).start
+    @sentinels = Array.new(3) do
+      RedisServer.new(config_file: sentinel_config, args: ["--sentinel"]).start
+    end
     wait_until_watched
     self
   rescue
@@ -24,11 +28,18 @@ class RedisSentinelGroup
   end
 
   # The URL jiggler connects through: the sentinels and the master's name.
-  def url = "redis+sentinel://#{@sentinels.map { |sentinel| "127.0.0.1:#{sentinel.port}" }.join(",")}/#{NAME}"
+  def url
+    "redis+sentinel://#{
+      @sentinels.map { |sentinel| "127.0.0.1:#{sentinel.port}" }.join(",")
+    }/#{NAME}"
+  end
 
   # The port the sentinels name as the master now.
   def master_port
-    Integer(@sentinels.first.client.call("SENTINEL", "get-master-addr-by-name", NAME).last)
+    Integer(
+      @sentinels.first.client
+        .call("SENTINEL", "get-master-addr-by-name", NAME).last
+    )
   end
 
   def stop
@@ -53,7 +64,9 @@ class RedisSentinelGroup
 
   # Until each sentinel knows the replica and the two other sentinels, a failover could not happen.
   def wait_until_watched
-    wait_for(timeout: 20, message: "the sentinels to find the replica and each other") do
+    wait_for(
+      timeout: 20, message: "the sentinels to find the replica and each other"
+    ) do
       @sentinels.all? do |sentinel|
         info = sentinel.client.call("SENTINEL", "master", NAME)
         info = info.each_slice(2).to_h if info.is_a?(Array)
@@ -61,7 +74,8 @@ class RedisSentinelGroup
       end
     end
     wait_for(timeout: 10, message: "the replica to be in sync") do
-      @replica.client.call("INFO", "replication").include?("master_link_status:up")
+      @replica.client.call("INFO", "replication")
+        .include?("master_link_status:up")
     end
   end
 

@@ -29,10 +29,21 @@ class RedisServer
 
   def start
     binary = ENV.fetch("REDIS_SERVER", "redis-server")
-    @pid = Process.spawn(binary, *@config_file, "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
-      "--appendonly", @appendonly ? "yes" : "no", "--appendfsync", "always", "--loglevel", "warning",
-      "--enable-debug-command", "local", # DEBUG SLEEP stalls Redis in fault tests
-      *@args, out: File::NULL, err: File::NULL)
+    @pid = Process.spawn(
+      binary, *@config_file,
+      "--port", @port.to_s,
+      "--bind", "127.0.0.1",
+      "--dir", @dir,
+      "--save", "",
+      "--appendonly", @appendonly ? "yes" : "no",
+      "--appendfsync", "always",
+      "--loglevel", "warning",
+      # DEBUG SLEEP stalls Redis in fault tests
+      "--enable-debug-command", "local",
+      *@args,
+      out: File::NULL,
+      err: File::NULL
+    )
     Ports.wait_until_listening(@port, "redis-server")
     # Minitest runs the tests from an at_exit hook; stop only after they are done.
     Minitest.after_run { stop } unless @cleanup_registered

@@ -26,7 +26,12 @@ class ServerProcess
   end
 
   def start
-    @pid = Process.spawn(@env, RbConfig.ruby, *@command, *@args, out: @log_path, err: [:child, :out], chdir: @chdir)
+    @pid = Process.spawn(
+      @env, RbConfig.ruby, *@command, *@args,
+      out: @log_path,
+      err: [:child, :out],
+      chdir: @chdir
+    )
     self
   end
 

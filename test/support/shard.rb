@@ -5,7 +5,8 @@
 # file's tests took (setup and teardown included) as JSON to the file JIGGLER_TEST_TIMES names.
 require "json"
 
-files, options = ARGV.slice_after("--").to_a.then { |head, tail = []| [head - ["--"], tail] }
+files, options = ARGV.slice_after("--").to_a
+  .then { |head, tail = []| [head - ["--"], tail] }
 ARGV.replace(options) # what Minitest's autorun reads
 
 require "minitest"
@@ -25,14 +26,19 @@ module Minitest
     end
 
     def report
-      File.write(@path, JSON.generate(@times.transform_values { |seconds| seconds.round(2) }))
+      File.write(
+        @path,
+        JSON.generate(@times.transform_values { |seconds| seconds.round(2) })
+      )
     end
   end
 
   FILES_OF = {} # test class name => the file that defined it
 
   def self.plugin_file_times_init(_options)
-    reporter << FileTimes.new(FILES_OF, ENV.fetch("JIGGLER_TEST_TIMES")) if ENV["JIGGLER_TEST_TIMES"]
+    if ENV["JIGGLER_TEST_TIMES"]
+      reporter << FileTimes.new(FILES_OF, ENV.fetch("JIGGLER_TEST_TIMES"))
+    end
   end
 end
 Minitest.register_plugin("file_times")
@@ -40,5 +46,7 @@ Minitest.register_plugin("file_times")
 files.each do |file|
   known = Minitest::Runnable.runnables.dup
   require File.expand_path(file)
-  (Minitest::Runnable.runnables - known).each { |runnable| Minitest::FILES_OF[runnable.name] = file }
+  (Minitest::Runnable.runnables - known).each do |runnable|
+    Minitest::FILES_OF[runnable.name] = file
+  end
 end

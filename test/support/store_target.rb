@@ -18,9 +18,13 @@ module StoreTarget
 
   # The stores to test. @returns [Array(String)]
   def names
-    listed = ENV.fetch("JIGGLER_TEST_STORES", ALL.join(",")).split(",").map(&:strip)
+    listed = ENV.fetch("JIGGLER_TEST_STORES", ALL.join(","))
+      .split(",").map(&:strip)
     unknown = listed - ALL
-    raise ArgumentError, "JIGGLER_TEST_STORES: unknown store #{unknown.join(", ")} (known: #{ALL.join(", ")})" if unknown.any?
+    if unknown.any?
+      raise ArgumentError, "JIGGLER_TEST_STORES: unknown store " \
+        "#{unknown.join(", ")} (known: #{ALL.join(", ")})"
+    end
     listed
   end
 
@@ -64,13 +68,17 @@ module StoreTarget
 
     # Puts a payload in the retry or scheduled set as it is, unchecked, as a bug or a hand-made edit might.
     def plant(store, set, score, payload)
-      redis { |client| client.call("ZADD", store.keys.public_send(set), score, payload) }
+      redis do |client|
+        client.call("ZADD", store.keys.public_send(set), score, payload)
+      end
     end
 
     # Every job payload the store holds and where, read in one atomic step (a Lua script runs alone).
     # @returns [Array([String, String])] place ("queue", "in_flight", "scheduled", "retry" or "dead") and payload.
     def places(store)
-      redis { |client| client.call("EVAL", PLACES, 0, "{#{store.keys.namespace}}:") }
+      redis do |client|
+        client.call("EVAL", PLACES, 0, "{#{store.keys.namespace}}:")
+      end
     end
 
     # Every start the rate limits hold now (a start is kept for its period): member ("jid:time") => time.
@@ -78,7 +86,10 @@ module StoreTarget
     def rate_starts(store)
       redis do |client|
         client.call("KEYS", store.keys.limit("starts", "*"))
-          .flat_map { |key| client.call("ZRANGE", key, 0, -1, "WITHSCORES").flatten.each_slice(2).to_a }
+          .flat_map do |key|
+            client.call("ZRANGE", key, 0, -1, "WITHSCORES")
+              .flatten.each_slice(2).to_a
+          end
           .to_h { |member, at| [member, Float(at)] }
       end
     end
@@ -107,7 +118,13 @@ module StoreTarget
 
   # A fresh SQLite file of the test's own.
   class SQLite
-    PLACES = {"queued" => "queue", "in_flight" => "in_flight", "scheduled" => "scheduled", "retry" => "retry", "dead" => "dead"}.freeze
+    PLACES = {
+      "queued" => "queue",
+      "in_flight" => "in_flight",
+      "scheduled" => "scheduled",
+      "retry" => "retry",
+      "dead" => "dead"
+    }.freeze
 
     attr_reader :path
 
@@ -126,17 +143,29 @@ module StoreTarget
     end
 
     def plant(store, set, score, payload)
-      store.with { |db| db.execute("INSERT INTO jobs (state, queue, run_at, payload) VALUES (?, 'default', ?, ?)", [set.to_s, score, payload]) }
+      store.with do |db|
+        db.execute(
+          "INSERT INTO jobs (state, queue, run_at, payload) " \
+          "VALUES (?, 'default', ?, ?)",
+          [set.to_s, score, payload]
+        )
+      end
     end
 
     # One SELECT: a consistent snapshot in WAL mode.
     def places(store)
       store.with do |db|
-        db.execute("SELECT state, payload FROM jobs WHERE state IN (#{(["?"] * PLACES.size).join(", ")})", PLACES.keys)
+        db.execute(
+          "SELECT state, payload FROM jobs " \
+          "WHERE state IN (#{(["?"] * PLACES.size).join(", ")})",
+          PLACES.keys
+        )
       end.map { |state, payload| [PLACES.fetch(state), payload] }
     end
 
-    def rate_starts(store) = store.with { |db| db.execute("SELECT member, at FROM rate_starts").to_h }
+    def rate_starts(store)
+      store.with { |db| db.execute("SELECT member, at FROM rate_starts").to_h }
+    end
 
     def close = nil
   end
@@ -153,7 +182,12 @@ module StoreTarget
 
     def name = "postgres"
 
-    def server_env = {"REDIS_URL" => nil, "JIGGLER_DATABASE_URL" => PostgresServer.instance.url}
+    def server_env
+      {
+        "REDIS_URL" => nil,
+        "JIGGLER_DATABASE_URL" => PostgresServer.instance.url
+      }
+    end
 
     def configure(config)
       config[:redis_url] = nil
@@ -163,24 +197,34 @@ module StoreTarget
 
     def plant(store, set, score, payload)
       store.with do |db|
-        db.exec_params("INSERT INTO #{schema}.jobs (state, queue, run_at, payload) " \
-          "VALUES ($1, 'default', $2, $3)", [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"])
+        db.exec_params(
+          "INSERT INTO #{schema}.jobs (state, queue, run_at, payload) " \
+          "VALUES ($1, 'default', $2, $3)",
+          [set.to_s, score.to_s, "\\x#{payload.unpack1("H*")}"]
+        )
       end
     end
 
     # One SELECT: one snapshot.
     def places(store)
       rows = store.with do |db|
-        result = db.exec_params("SELECT state, payload FROM #{schema}.jobs WHERE state = ANY($1::text[])",
-          [PG::TextEncoder::Array.new.encode(PLACES.keys)])
-        result.type_map = Jiggler::Store::Postgres::Connection::RESULTS # payloads are bytea
+        result = db.exec_params(
+          "SELECT state, payload FROM #{schema}.jobs " \
+          "WHERE state = ANY($1::text[])",
+          [PG::TextEncoder::Array.new.encode(PLACES.keys)]
+        )
+        # payloads are bytea
+        result.type_map = Jiggler::Store::Postgres::Connection::RESULTS
         result.values
       end
       rows.map { |state, payload| [PLACES.fetch(state), payload] }
     end
 
     def rate_starts(store)
-      store.with { |db| db.exec("SELECT member, at FROM #{schema}.rate_starts").values.to_h { |member, at| [member, Float(at)] } }
+      store.with do |db|
+        db.exec("SELECT member, at FROM #{schema}.rate_starts").values
+          .to_h { |member, at| [member, Float(at)] }
+      end
     end
 
     def close = nil

@@ -21,8 +21,10 @@ module TestShards
   UNKNOWN_SECONDS = 2.0
   # Files run by one shard together, each group named by a pattern: they share files under tmp/.
   TOGETHER = [%r{\Atest/bench[/_]}].freeze
-  SUMMARY = /^(\d+) runs, (\d+) assertions, (\d+) failures, (\d+) errors, (\d+) skips/
-  HEARTBEAT = 60 # seconds between two "still running" lines, so a long run shows it is alive
+  SUMMARY =
+    /^(\d+) runs, (\d+) assertions, (\d+) failures, (\d+) errors, (\d+) skips/
+  # seconds between two "still running" lines, so a long run shows it is alive
+  HEARTBEAT = 60
 
   module_function
 
@@ -31,8 +33,12 @@ module TestShards
   # @returns [Array(Array(String))] the files of each shard.
   def split(files, count)
     known = File.exist?(DURATIONS) ? JSON.parse(File.read(DURATIONS)) : {}
-    seconds = ->(unit) { unit.sum { |file| known.fetch(file, UNKNOWN_SECONDS) } }
-    units = files.group_by { |file| TOGETHER.find { |pattern| pattern.match?(file) } || file }.values
+    seconds = ->(unit) {
+      unit.sum { |file| known.fetch(file, UNKNOWN_SECONDS) }
+    }
+    units = files.group_by { |file|
+      TOGETHER.find { |pattern| pattern.match?(file) } || file
+    }.values
     shards = Array.new(count) { [] }
     loads = Array.new(count, 0.0)
     units.sort_by { |unit| -seconds.call(unit) }.each do |unit|
@@ -47,17 +53,25 @@ module TestShards
   # @parameter options [Array(String)] Minitest's options, for every shard.
   # @returns [Boolean] whether every shard passed.
   def run(files, count:, options: [])
-    $stdout.sync = true # the "still running" lines show as they come, also in a CI log
+    # the "still running" lines show as they come, also in a CI log
+    $stdout.sync = true
     FileUtils.mkdir_p(RUNS_DIR)
     parts = split(files, count)
     # One shard (one file, or JIGGLER_TEST_SHARDS=1) runs in the foreground, its output as it comes.
-    return system({"JIGGLER_TEST_TIMES" => LAST_TIMES}, *command(files, options)) if parts.size == 1
+    if parts.size == 1
+      return system(
+        {"JIGGLER_TEST_TIMES" => LAST_TIMES}, *command(files, options)
+      )
+    end
     dir = File.join(RUNS_DIR, "run-#{Process.pid}")
     FileUtils.rm_rf(dir)
     FileUtils.mkdir_p(dir)
     started = now
-    shards = parts.each_with_index.map { |shard_files, index| start(dir, index + 1, shard_files, options) }
-    puts "rake test: #{files.size} files in #{shards.size} processes at once (#{shards.map { |shard| shard[:files].size }.join(" + ")} files)"
+    shards = parts.each_with_index.map do |shard_files, index|
+      start(dir, index + 1, shard_files, options)
+    end
+    puts "rake test: #{files.size} files in #{shards.size} processes " \
+      "at once (#{shards.map { |shard| shard[:files].size }.join(" + ")} files)"
     wait(shards, started)
     write_times(shards)
     summarize(shards, started).tap { |passed| FileUtils.rm_rf(dir) if passed }
@@ -68,11 +82,19 @@ module TestShards
   def start(dir, number, files, options)
     log = File.join(dir, "#{number}.log")
     times = File.join(dir, "#{number}.json")
-    pid = Process.spawn({"JIGGLER_TEST_TIMES" => times}, *command(files, options), out: log, err: [:child, :out])
+    pid = Process.spawn(
+      {"JIGGLER_TEST_TIMES" => times}, *command(files, options),
+      out: log, err: [:child, :out]
+    )
     {number: number, files: files, log: log, times: times, pid: pid}
   end
 
-  def command(files, options) = [RbConfig.ruby, "-w", "-Itest", "-Ilib", "test/support/shard.rb", *files, "--", *options]
+  def command(files, options)
+    [
+      RbConfig.ruby, "-w", "-Itest", "-Ilib", "test/support/shard.rb",
+      *files, "--", *options
+    ]
+  end
 
   def wait(shards, started)
     beat = started
@@ -82,14 +104,19 @@ module TestShards
         next unless status
         shard[:status] = status
         shard[:seconds] = now - started
-        puts "\n== shard #{shard[:number]} of #{shards.size}: #{shard[:files].size} files, #{shard[:seconds].round} s, " \
+        puts "\n== shard #{shard[:number]} of #{shards.size}: " \
+          "#{shard[:files].size} files, #{shard[:seconds].round} s, " \
           "#{status.success? ? "passed" : "FAILED (#{status})"}"
         puts File.read(shard[:log])
       end
       if now - beat >= HEARTBEAT
         beat = now
-        running = shards.reject { |shard| shard[:status] }.map { |shard| shard[:number] }
-        puts "rake test: #{((now - started) / 60).floor} min, shard #{running.join(" and ")} running" unless running.empty?
+        running = shards.reject { |shard| shard[:status] }
+          .map { |shard| shard[:number] }
+        unless running.empty?
+          puts "rake test: #{((now - started) / 60).floor} min, " \
+            "shard #{running.join(" and ")} running"
+        end
       end
       sleep 0.5
     end
@@ -97,14 +124,22 @@ module TestShards
 
   # Merges the shards' file times into LAST_TIMES, for `rake test:durations`.
   def write_times(shards)
-    times = shards.select { |shard| File.exist?(shard[:times]) }.map { |shard| JSON.parse(File.read(shard[:times])) }
+    times = shards.select { |shard| File.exist?(shard[:times]) }
+      .map { |shard| JSON.parse(File.read(shard[:times])) }
     File.write(LAST_TIMES, JSON.generate(times.reduce({}, :merge)))
   end
 
   def summarize(shards, started)
-    sums = shards.map { |shard| File.read(shard[:log]).scan(SUMMARY).last&.map(&:to_i) || [0] * 5 }.transpose.map(&:sum)
-    puts format("\nrake test: %d runs, %d assertions, %d failures, %d errors, %d skips in %d s (shards: %s)", *sums,
-      now - started, shards.map { |shard| "#{shard[:seconds].round} s" }.join(", "))
+    sums = shards.map { |shard|
+      File.read(shard[:log]).scan(SUMMARY).last&.map(&:to_i) || [0] * 5
+    }.transpose.map(&:sum)
+    puts format(
+      "\nrake test: %d runs, %d assertions, %d failures, %d errors, " \
+      "%d skips in %d s (shards: %s)",
+      *sums,
+      now - started,
+      shards.map { |shard| "#{shard[:seconds].round} s" }.join(", ")
+    )
     shards.all? { |shard| shard[:status].success? }
   end
 
@@ -118,12 +153,15 @@ module TestShards
 
   # Writes the last run's file times to test/durations.json, over those of the same files; files gone are dropped.
   def save_durations
-    abort "rake test:durations: no times yet: run rake test first" unless File.exist?(LAST_TIMES)
+    unless File.exist?(LAST_TIMES)
+      abort "rake test:durations: no times yet: run rake test first"
+    end
     last = JSON.parse(File.read(LAST_TIMES))
     known = File.exist?(DURATIONS) ? JSON.parse(File.read(DURATIONS)) : {}
     merged = known.merge(last).select { |file, _| File.exist?(file) }.sort.to_h
     File.write(DURATIONS, JSON.pretty_generate(merged) + "\n")
-    puts "rake test:durations: the times of #{last.size} files written to #{DURATIONS} (#{merged.size} in all)"
+    puts "rake test:durations: the times of #{last.size} files written " \
+      "to #{DURATIONS} (#{merged.size} in all)"
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)

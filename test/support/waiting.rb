@@ -8,7 +8,9 @@ module Waiting
     loop do
       value = yield
       return value if value
-      flunk("timed out after #{timeout} s waiting for #{message}") if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        flunk("timed out after #{timeout} s waiting for #{message}")
+      end
       sleep 0.02
     end
   end

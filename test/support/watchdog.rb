@@ -13,9 +13,14 @@ module Watchdog
     test_thread = Thread.current
     watchdog = Thread.new do
       sleep LIMIT
-      warn "\n#{self.class}##{name} still running after #{LIMIT} s; every thread's backtrace:"
-      Thread.list.each { |thread| warn "#{thread.inspect}\n    #{Array(thread.backtrace).join("\n    ")}" }
-      test_thread.raise(TestTimeout, "the test ran longer than #{LIMIT} s (TEST_TIMEOUT)")
+      warn "\n#{self.class}##{name} still running after #{LIMIT} s; " \
+        "every thread's backtrace:"
+      Thread.list.each do |thread|
+        warn "#{thread.inspect}\n    #{Array(thread.backtrace).join("\n    ")}"
+      end
+      test_thread.raise(
+        TestTimeout, "the test ran longer than #{LIMIT} s (TEST_TIMEOUT)"
+      )
       sleep 60
       warn "#{self.class}##{name} did not stop when interrupted; ending the run"
       Process.kill("TERM", Process.pid)

@@ -21,21 +21,43 @@ module WebSession
 
   # A job payload as the client writes it.
   def payload(name: "RecordJob", args: [1], queue: "default", **extra)
-    data = {"jid" => SecureRandom.hex(12), "name" => name, "args" => args, "queue" => queue, "retries" => 3,
-            "created_at" => Time.now.to_f, "enqueued_at" => Time.now.to_f}
+    data = {
+      "jid" => SecureRandom.hex(12),
+      "name" => name,
+      "args" => args,
+      "queue" => queue,
+      "retries" => 3,
+      "created_at" => Time.now.to_f,
+      "enqueued_at" => Time.now.to_f
+    }
     Jiggler::Payload.dump(data.merge(extra.transform_keys(&:to_s)))
   end
 
   # A failed job's payload, as the server records it.
   def failed(message: "boom", **extra)
-    payload(error_class: "RuntimeError", error_message: message, error_backtrace: ["app/jobs/x.rb:3:in `perform'"],
-      attempt: 1, failed_at: Time.now.to_f, **extra)
+    payload(
+      error_class: "RuntimeError",
+      error_message: message,
+      error_backtrace: ["app/jobs/x.rb:3:in `perform'"],
+      attempt: 1,
+      failed_at: Time.now.to_f,
+      **extra
+    )
   end
 
   # Puts payloads in the retry or dead set with the given scores.
   def add_failed(set, entries)
-    failures = entries.map { |score, job| Jiggler::Store::Failed.new(fetched: Jiggler::Store::Fetched.new(nil, "default", nil), set: set.to_sym, at: score, payload: job) }
-    web_store.fail("web-test", failures, reliable: false, dead_cutoff: 0.0, dead_max: 1_000)
+    failures = entries.map do |score, job|
+      Jiggler::Store::Failed.new(
+        fetched: Jiggler::Store::Fetched.new(nil, "default", nil),
+        set: set.to_sym,
+        at: score,
+        payload: job
+      )
+    end
+    web_store.fail(
+      "web-test", failures, reliable: false, dead_cutoff: 0.0, dead_max: 1_000
+    )
   end
 
   def jid_of(job) = Jiggler::Payload.load(job)["jid"]
@@ -43,14 +65,20 @@ module WebSession
   # The CSRF token of a page (a fresh GET gives the cookie too).
   def csrf_token(path = "/")
     get(path)
-    token = last_response.body[/name="(?:authenticity_token" value|csrf-token" content)="([^"]+)"/, 1]
+    token = last_response.body[
+      /name="(?:authenticity_token" value|csrf-token" content)="([^"]+)"/, 1
+    ]
     assert token, "no CSRF token on #{path}"
     token
   end
 
   # Posts a form the way the browser would after loading `from`.
   def post_form(path, params = {}, from: "/")
-    post(path, params.merge("authenticity_token" => csrf_token(from)), "HTTP_SEC_FETCH_SITE" => "same-origin")
+    post(
+      path,
+      params.merge("authenticity_token" => csrf_token(from)),
+      "HTTP_SEC_FETCH_SITE" => "same-origin"
+    )
   end
 
   def assert_redirected_to(path)
@@ -91,6 +119,10 @@ module WebSession
       super
     end
 
-    def web_store = @postgres ||= Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+    def web_store
+      @postgres ||= Jiggler::Store::Postgres.new(
+        url: PostgresServer.instance.url, namespace: @namespace
+      )
+    end
   end
 end

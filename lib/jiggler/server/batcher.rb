@@ -16,7 +16,9 @@ module Jiggler
       def initialize(store:, interval:, logger:)
         @store = store
         @logger = logger
-        @periodic = Periodic.new("batcher", interval: interval, logger: logger, closing: @store) { form_due }
+        @periodic = Periodic.new(
+          "batcher", interval: interval, logger: logger, closing: @store
+        ) { form_due }
       end
 
       # @parameter parent [Async::Task]
@@ -32,15 +34,30 @@ module Jiggler
         now = Time.now.to_f
         @store.batch_names.each do |queue, name|
           options = batch_options(name) or next
-          taken = Batch.form(@store, queue, name, size: options[:batch_size], interval: options[:batch_interval], now: now)
-          @logger.debug { "batcher: #{taken} #{name} items batched from #{queue}" } if taken.positive?
+          taken = Batch.form(
+            @store,
+            queue,
+            name,
+            size: options[:batch_size],
+            interval: options[:batch_interval],
+            now: now
+          )
+          if taken.positive?
+            @logger.debug do
+              "batcher: #{taken} #{name} items batched from #{queue}"
+            end
+          end
         end
       end
 
       # The options of a loaded batch class, or nil for a class this process does not know.
       def batch_options(name)
         klass = Object.const_get(name)
-        klass.job_options if klass.is_a?(Class) && klass.include?(Job) && klass.job_options[:batch_size]
+        if klass.is_a?(Class) &&
+            klass.include?(Job) &&
+            klass.job_options[:batch_size]
+          klass.job_options
+        end
       rescue NameError
         nil
       end

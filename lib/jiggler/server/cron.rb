@@ -37,31 +37,51 @@ module Jiggler
         @store = store
         @middleware = middleware
         @tasks = tasks.values
-        @beats = @tasks.group_by(&:schedule).values.map { |group| Beat.new(group, nil) }
+        @beats = @tasks.group_by(&:schedule).values.map do |group|
+          Beat.new(group, nil)
+        end
         # Each task's job settings, its class's limits and lock included, worked out once: the arguments are fixed.
-        @settings = @tasks.to_h { |task| [task.name, task.job_settings(Cron.job_options(task))] }
-        @seen = {} # the last tick each task was looked at for, so that each is asked for once per server
+        @settings = @tasks.to_h do |task|
+          [task.name, task.job_settings(Cron.job_options(task))]
+        end
+        # the last tick each task was looked at for, so that each is asked for once per server
+        @seen = {}
         @catch_up = missed == :run_once
         @logger = logger
-        @periodic = Periodic.new("cron", interval: interval, logger: logger, closing: @store, sooner: true) { tick }
+        @periodic = Periodic.new(
+          "cron",
+          interval: interval,
+          logger: logger,
+          closing: @store,
+          sooner: true
+        ) { tick }
       end
 
       # The options of a task's job class, when it is loaded (it should be, on a server); the defaults otherwise. An
       # Active Job class gives its queue, its `jiggler_options` and the wrapper that runs it.
       # @raises [Config::InvalidError] when the class is loaded but is not a job.
       def self.job_options(task)
-        job_class = Object.const_get(task.job) if Object.const_defined?(task.job)
+        if Object.const_defined?(task.job)
+          job_class = Object.const_get(task.job)
+        end
         return Job::Options::DEFAULTS unless job_class
         return job_class.job_options if job_class.respond_to?(:job_options)
-        return job_class.jiggler_recurring_options if job_class.respond_to?(:jiggler_recurring_options)
-        raise Config::InvalidError, "recurring task #{task.name.inspect} has class #{task.job}, which is neither a " \
-          "Jiggler::Job nor an Active Job class"
+        if job_class.respond_to?(:jiggler_recurring_options)
+          return job_class.jiggler_recurring_options
+        end
+        raise Config::InvalidError,
+          "recurring task #{task.name.inspect} has class #{task.job}, " \
+          "which is neither a Jiggler::Job nor an Active Job class"
       end
 
       # Records the tasks for the dashboard, then starts the loop.
       # @parameter parent [Async::Task]
       def start(parent:)
-        @store.save_recurring(@tasks.to_h { |task| [task.name, JSON.generate(task.to_h(@settings[task.name]))] })
+        @store.save_recurring(
+          @tasks.to_h do |task|
+            [task.name, JSON.generate(task.to_h(@settings[task.name]))]
+          end
+        )
         @periodic.start(parent: parent)
       end
 
@@ -75,7 +95,9 @@ module Jiggler
       def tick
         now = Time.now.to_f
         forget_ticks if clock_changed?(now)
-        @beats.each { |beat| look(beat, now) if beat.next_tick.nil? || beat.next_tick <= now }
+        @beats.each do |beat|
+          look(beat, now) if beat.next_tick.nil? || beat.next_tick <= now
+        end
         @beats.map(&:next_tick).min - Time.now.to_f
       end
 
@@ -91,10 +113,12 @@ module Jiggler
       def ticks(task, known, now)
         if known
           following = task.tick_after(known)
-          return [known, following] if following > now # the usual case: woken at the tick, one fugit call
+          # the usual case: woken at the tick, one fugit call
+          return [known, following] if following > now
         elsif !@catch_up
           first = task.tick_after(now - LATE - 1)
-          return [nil, first] if first > now # no tick recent enough to run: one fugit call at boot
+          # no tick recent enough to run: one fugit call at boot
+          return [nil, first] if first > now
         end
         [task.tick_at_or_before(now), task.tick_after(now)]
       end
@@ -111,12 +135,28 @@ module Jiggler
       def claim(task, tick, now)
         return if @seen[task.name]&.>=(tick)
         if now - tick <= LATE || (@catch_up && !@seen.key?(task.name))
-          enqueued = task.enqueue(@store, @settings[task.name], tick, middleware: @middleware, now: now)
-          @logger.debug { "cron: #{task.name} enqueued for #{Time.at(tick)}" } if enqueued
+          enqueued = task.enqueue(
+            @store,
+            @settings[task.name],
+            tick,
+            middleware: @middleware,
+            now: now
+          )
+          if enqueued
+            @logger.debug do
+              "cron: #{task.name} enqueued for #{Time.at(tick)}"
+            end
+          end
           # A unique class's job still queued or running holds the lock: the tick is claimed, its run skipped.
-          @logger.info { "cron: #{task.name} skipped #{Time.at(tick)}: its unique job is still queued or running" } if enqueued.nil?
+          if enqueued.nil?
+            @logger.info do
+              "cron: #{task.name} skipped #{Time.at(tick)}: " \
+              "its unique job is still queued or running"
+            end
+          end
         end
-        @seen[task.name] = tick # after the store answered: a failed claim is asked again on the next look
+        # after the store answered: a failed claim is asked again on the next look
+        @seen[task.name] = tick
       end
     end
   end

@@ -25,7 +25,9 @@ module Jiggler
       # @parameter parent [Async::Task] also the parent of the timeout timers.
       def start(parent:)
         @parent = parent
-        @task = parent.async(annotation: "jiggler.cancels", transient: true) { run }
+        @task = parent.async(annotation: "jiggler.cancels", transient: true) do
+          run
+        end
       end
 
       # Stops that task.
@@ -41,7 +43,8 @@ module Jiggler
       # @returns [Job::Execution]
       def begin(jid, timeout)
         execution = Job::Execution.new(jid, Async::Task.current, timeout)
-        @running[jid.freeze] = execution # frozen: a Hash copies a String key that is not
+        # frozen: a Hash copies a String key that is not
+        @running[jid.freeze] = execution
         by = !@requested.empty? && @requested[jid] and execution.cancel(by)
         @timers[execution] = timer(execution) if timeout
         execution
@@ -96,7 +99,10 @@ module Jiggler
       def stop_pending
         until @pending.empty?
           execution = @pending.pop(true)
-          @logger.info("cancel: stopping jid=#{execution.jid} (cancelled by #{execution.cancelled_by})")
+          @logger.info(
+            "cancel: stopping jid=#{execution.jid} " \
+            "(cancelled by #{execution.cancelled_by})"
+          )
           execution.stop(:cancel)
         end
       end
@@ -104,7 +110,9 @@ module Jiggler
       # A task that stops the job when its timeout passes. Once it has fired it is left to end by itself: the job's
       # `finish` runs inside the stop it makes.
       def timer(execution)
-        (@parent || Async::Task.current).async(annotation: "jiggler.timeout", transient: true) do |task|
+        (@parent || Async::Task.current).async(
+          annotation: "jiggler.timeout", transient: true
+        ) do |task|
           task.sleep(execution.timeout)
           @timers.delete(execution)
           execution.stop(:timeout)

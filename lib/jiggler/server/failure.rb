@@ -25,31 +25,63 @@ module Jiggler
       def record(fetched, job, error, now)
         attempt = JobPayload.count(job["attempt"]) + 1
         # It failed running alone without killing its process: cleared of suspicion.
-        job.replace(JobPayload.cleared(JobPayload.failed(job, error, attempt, now)))
+        job.replace(
+          JobPayload.cleared(JobPayload.failed(job, error, attempt, now))
+        )
         return dead(fetched, job, now) if attempt > retries(job, error)
-        Store::Failed.new(fetched: fetched, set: :retry, at: now + delay(attempt), payload: Payload.dump(job))
+        Store::Failed.new(
+          fetched: fetched,
+          set: :retry,
+          at: now + delay(attempt),
+          payload: Payload.dump(job)
+        )
       end
 
       # The record for a job sent straight to the dead set, whatever its retries; `job` is replaced as by `record`.
       def kill(fetched, job, error, now)
-        dead(fetched, job.replace(JobPayload.failed(job, error, JobPayload.count(job["attempt"]), now)), now)
+        dead(
+          fetched,
+          job.replace(
+            JobPayload.failed(
+              job, error, JobPayload.count(job["attempt"]), now
+            )
+          ),
+          now
+        )
       end
 
       # The record for a cancelled job (Jiggler.cancel): to the dead set, marked with who cancelled it and when; not a
       # failure, and not a death (no death handler runs).
       def cancel(fetched, job, by, now)
-        Store::Failed.new(fetched: fetched, set: :cancelled, at: now, payload: Payload.dump(JobPayload.cancelled(job, by, now)))
+        Store::Failed.new(
+          fetched: fetched,
+          set: :cancelled,
+          at: now,
+          payload: Payload.dump(JobPayload.cancelled(job, by, now))
+        )
       end
 
       # The record for a job that snoozed (Job#snooze): to the scheduled set, due in `seconds`, its attempt count
       # unchanged; its snoozes are counted on it.
       def snooze(fetched, job, seconds, now)
-        Store::Failed.new(fetched: fetched, set: :scheduled, at: now + seconds, payload: Payload.dump(JobPayload.snoozed(job)))
+        Store::Failed.new(
+          fetched: fetched,
+          set: :scheduled,
+          at: now + seconds,
+          payload: Payload.dump(JobPayload.snoozed(job))
+        )
       end
 
       # The record for a payload that cannot be read at all: straight to the dead set, kept as it was.
       def malformed(fetched, error, now)
-        Store::Failed.new(fetched: fetched, set: :dead, at: now, payload: JobRules.unreadable(fetched.payload, fetched.queue, error, now))
+        Store::Failed.new(
+          fetched: fetched,
+          set: :dead,
+          at: now,
+          payload: JobRules.unreadable(
+            fetched.payload, fetched.queue, error, now
+          )
+        )
       end
 
       # Seconds before retry number `attempt` (1-based): attempt**4 + 15 plus up to 10 * attempt of jitter, so that
@@ -62,12 +94,20 @@ module Jiggler
       end
 
       def retries(job, error)
-        retries = job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
-        error.is_a?(UnknownJobError::NotLoaded) ? [retries, DEFAULT_RETRIES].max : retries
+        retries =
+          job["retries"].is_a?(Integer) ? job["retries"] : DEFAULT_RETRIES
+        error.is_a?(UnknownJobError::NotLoaded) ?
+          [retries, DEFAULT_RETRIES].max :
+          retries
       end
 
       def dead(fetched, job, now)
-        Store::Failed.new(fetched: fetched, set: :dead, at: now, payload: Payload.dump(job.replace(JobPayload.died(job, now))))
+        Store::Failed.new(
+          fetched: fetched,
+          set: :dead,
+          at: now,
+          payload: Payload.dump(job.replace(JobPayload.died(job, now)))
+        )
       end
     end
   end

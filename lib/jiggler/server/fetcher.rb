@@ -49,8 +49,16 @@ module Jiggler
         @pushed = true
         # Waiting in the store (see `wait_for_push`) needs at-least-once (an interrupted wait's jobs go back), one
         # queue and a store that can.
-        if @reliable && @queues.names.size == 1 && Store::Contract.supports?(store, :fetch_when_pushed)
-          @push_wait = PushWait.new(store: store, process: process, queue: @queues.names.first, workers: workers, timeout: IDLE_POLL)
+        if @reliable &&
+            @queues.names.size == 1 &&
+            Store::Contract.supports?(store, :fetch_when_pushed)
+          @push_wait = PushWait.new(
+            store: store,
+            process: process,
+            queue: @queues.names.first,
+            workers: workers,
+            timeout: IDLE_POLL
+          )
         end
       end
 
@@ -158,11 +166,19 @@ module Jiggler
       def fetching? = @state == :running && !@suspects.blocking?
 
       # Running, and nothing runs, waits for a worker or is left to acknowledge: this process holds only its suspects.
-      def settled? = @state == :running && !@suspects.running? && @workers.idle? && @acks.empty? && @failures.empty?
+      def settled?
+        @state == :running &&
+          !@suspects.running? &&
+          @workers.idle? &&
+          @acks.empty? &&
+          @failures.empty?
+      end
 
       def fetch(limit)
         acks = @acks.shift(MAX_ACKS)
-        @store.fetch(@process, @queues.next, limit: limit, acks: acks, reliable: @reliable)
+        @store.fetch(
+          @process, @queues.next, limit: limit, acks: acks, reliable: @reliable
+        )
       rescue
         @acks.unshift(*acks)
         raise
@@ -171,7 +187,9 @@ module Jiggler
       # Whether to wait in the store (see `wait_for_push`): it can, the process is settled with no suspect held, and the
       # last such wait was not woken in vain (a paused queue holding jobs, or another process took the job first), which
       # would wake it again at once.
-      def wait_in_store? = !@push_wait.nil? && !@in_vain && !@suspects.waiting? && settled?
+      def wait_in_store?
+        !@push_wait.nil? && !@in_vain && !@suspects.waiting? && settled?
+      end
 
       # Waits in the store for a push (PushWait), whose jobs the workers have at once. A wait cut short by quiet or stop
       # may have taken jobs that never arrived, which `reconcile` puts back.
@@ -194,22 +212,39 @@ module Jiggler
       # received would stay there for good. Put those back in their queues.
       def reconcile
         return unless @reliable
-        known = (@workers.assigned_handles + @acks + @failures.map { |failed| failed.fetched.handle } + @suspects.handles).to_set
-        stray = @store.in_flight(@process).reject { |job| known.include?(job.handle) }
+        known = (
+          @workers.assigned_handles +
+          @acks +
+          @failures.map { |failed| failed.fetched.handle } +
+          @suspects.handles
+        ).to_set
+        stray = @store.in_flight(@process)
+          .reject { |job| known.include?(job.handle) }
         return if stray.empty?
         @store.requeue(@process, stray)
-        @logger.warn("fetcher: #{stray.size} jobs taken during the outage never arrived; they are back in their queues")
+        @logger.warn(
+          "fetcher: #{stray.size} jobs taken during the outage never " \
+          "arrived; they are back in their queues"
+        )
       end
 
       def write_failures
         failures = @failures.dup
-        @store.fail(@process, failures, reliable: @reliable, dead_cutoff: Time.now.to_f - @dead_timeout, dead_max: @dead_max)
+        @store.fail(
+          @process,
+          failures,
+          reliable: @reliable,
+          dead_cutoff: Time.now.to_f - @dead_timeout,
+          dead_max: @dead_max
+        )
         @failures.shift(failures.size)
       end
 
       def more_to_do?
         return false if @state == :stopped
-        return true if @acks.any? || @failures.any? || (@suspects.waiting? && settled?)
+        if @acks.any? || @failures.any? || (@suspects.waiting? && settled?)
+          return true
+        end
         fetching? && @workers.free.positive? && (@pushed || !@drained)
       end
 
@@ -219,7 +254,10 @@ module Jiggler
           break if pending.zero? || now > deadline
           cycle
         rescue => error
-          @logger.error("fetcher: could not acknowledge #{pending} jobs at shutdown (#{error.message}); retrying")
+          @logger.error(
+            "fetcher: could not acknowledge #{pending} jobs at shutdown " \
+            "(#{error.message}); retrying"
+          )
           Async::Task.current.sleep(0.1)
         end
         pending

@@ -21,7 +21,8 @@ module Jiggler
       # Takes a start of the rate and a slot, or leaves the job waiting. @returns [Boolean] whether to perform it now.
       # @parameter limits [Hash] the payload's "limits" field: "rate" and "concurrency", each with its key.
       def enter(fetched, job, limits)
-        (!(rate = limits["rate"]) || rate_allows?(fetched, job, rate)) && (!(slot = limits["concurrency"]) || slot_taken?(fetched, job, slot))
+        (!(rate = limits["rate"]) || rate_allows?(fetched, job, rate)) &&
+          (!(slot = limits["concurrency"]) || slot_taken?(fetched, job, slot))
       end
 
       # Gives the job's slot back, to the oldest job waiting for one.
@@ -33,14 +34,28 @@ module Jiggler
       # The payload's limits are read within bounds (LimitedJob.slot and .rate): another client may have written any.
       def rate_allows?(fetched, job, field)
         rate = LimitedJob.rate(field)
-        @store.call.acquire_rate(@process, fetched, key: rate[:key], limit: rate[:limit], period: rate[:period],
-          jid: job["jid"].to_s, reliable: @reliable) == true
+        @store.call.acquire_rate(
+          @process,
+          fetched,
+          key: rate[:key],
+          limit: rate[:limit],
+          period: rate[:period],
+          jid: job["jid"].to_s,
+          reliable: @reliable
+        ) == true
       end
 
       def slot_taken?(fetched, job, field)
         slot = LimitedJob.slot(field)
-        @store.call.acquire_slot(@process, fetched, key: slot[:key], limit: slot[:limit], jid: job["jid"].to_s,
-          ttl: slot[:ttl], reliable: @reliable) == true
+        @store.call.acquire_slot(
+          @process,
+          fetched,
+          key: slot[:key],
+          limit: slot[:limit],
+          jid: job["jid"].to_s,
+          ttl: slot[:ttl],
+          reliable: @reliable
+        ) == true
       end
     end
   end

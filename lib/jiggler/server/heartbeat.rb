@@ -28,8 +28,17 @@ module Jiggler
       # @parameter metrics [Metrics::Recorder | Nil] whose counts each beat writes.
       # @parameter metrics_retention [Numeric] seconds the store keeps each minute's counts.
       # @parameter executions [Executions | Nil] the progress the running jobs report.
-      def initialize(store:, identity:, workers:, interval:, ttl:, logger:, metrics: nil, metrics_retention: 8 * 3600,
-        executions: nil)
+      def initialize(
+        store:,
+        identity:,
+        workers:,
+        interval:,
+        ttl:,
+        logger:,
+        metrics: nil,
+        metrics_retention: 8 * 3600,
+        executions: nil
+      )
         @executions = executions
         @store = store
         @identity = identity
@@ -65,7 +74,8 @@ module Jiggler
           @stopping = true
           @wakeup.signal
         end
-        @thread&.join(1) # a beat stuck on an unreachable store is abandoned: the process is exiting
+        # a beat stuck on an unreachable store is abandoned: the process is exiting
+        @thread&.join(1)
         write_metrics_now
         unregister_now if unregister
       ensure
@@ -82,7 +92,10 @@ module Jiggler
           @store.unregister(@identity.id)
         rescue Store::ConnectionError => error
           retry if (attempts += 1) < 2
-          @logger.warn("heartbeat: could not unregister (#{error.message}); the registration expires within #{@ttl} s")
+          @logger.warn(
+            "heartbeat: could not unregister (#{error.message}); " \
+            "the registration expires within #{@ttl} s"
+          )
         end
       end
 
@@ -92,7 +105,8 @@ module Jiggler
         delay = tick
         until stopped_after?(delay)
           begin
-            (beat_due? || @outage.ongoing?) ? beat : report_changes # after a failure, only a beat tells it works
+            # after a failure, only a beat tells it works
+            (beat_due? || @outage.ongoing?) ? beat : report_changes
             @outage.recovered
             delay = tick
           rescue => error
@@ -129,7 +143,11 @@ module Jiggler
       def write_metrics
         return unless @metrics
         taken = @metrics.take
-        @store.add_metrics(Time.now.to_i / 60, taken, retention: @metrics_retention) unless taken.empty?
+        unless taken.empty?
+          @store.add_metrics(
+            Time.now.to_i / 60, taken, retention: @metrics_retention
+          )
+        end
       rescue
         @metrics.restore(taken) if taken
         raise
@@ -139,7 +157,10 @@ module Jiggler
       def write_metrics_now
         write_metrics
       rescue => error
-        @logger.warn("heartbeat: the last job metrics could not be written (#{error.message})")
+        @logger.warn(
+          "heartbeat: the last job metrics could not be written " \
+          "(#{error.message})"
+        )
       end
 
       # Reports the running jobs again when they, or their progress, are not what was reported last.
@@ -156,7 +177,9 @@ module Jiggler
       # Sends this process the signal a request stands for: the CLI's handlers quiet or stop it as they would for
       # `kill -TSTP` or `kill -TERM`.
       def obey(request)
-        signal = SIGNALS[request] or return @logger.warn("heartbeat: ignored an unknown request #{request.inspect}")
+        signal = SIGNALS[request] or return @logger.warn(
+          "heartbeat: ignored an unknown request #{request.inspect}"
+        )
         @logger.info("heartbeat: #{request} requested through the store")
         @stop_requested = true if request == "stop"
         Process.kill(signal, Process.pid)
@@ -167,7 +190,9 @@ module Jiggler
       # The running jobs by in-flight field, each as a summary of a bounded size made once per job: a heartbeat must
       # not grow with the jobs' payloads (ten jobs of 10 MB would make every beat and every dashboard read 100 MB).
       def running
-        @summaries = @workers.current_jobs.to_h { |field, work| [field, @summaries[field] || summarize(work)] }
+        @summaries = @workers.current_jobs.to_h do |field, work|
+          [field, @summaries[field] || summarize(work)]
+        end
         @executions ? with_progress(@summaries) : @summaries
       end
 
@@ -184,9 +209,22 @@ module Jiggler
         job = Payload.load(work["payload"])
         args = Payload.dump(job["args"])
         args = "#{args[0, ARGS_LIMIT]}…" if args.length > ARGS_LIMIT
-        {"queue" => work["queue"], "class" => job["name"], "jid" => job["jid"], "args" => args, "run_at" => work["run_at"]}
-      rescue Payload::MalformedError, JSON::GeneratorError # sent to the dead set by its worker
-        {"queue" => work["queue"], "class" => "(unreadable)", "jid" => nil, "args" => "", "run_at" => work["run_at"]}
+        {
+          "queue" => work["queue"],
+          "class" => job["name"],
+          "jid" => job["jid"],
+          "args" => args,
+          "run_at" => work["run_at"]
+        }
+      # sent to the dead set by its worker
+      rescue Payload::MalformedError, JSON::GeneratorError
+        {
+          "queue" => work["queue"],
+          "class" => "(unreadable)",
+          "jid" => nil,
+          "args" => "",
+          "run_at" => work["run_at"]
+        }
       end
     end
   end

@@ -22,14 +22,27 @@ module Jiggler
       # @parameter name [String] the process's name (random by default).
       # @parameter started_at [Integer] epoch seconds.
       # @parameter pid [Integer] the process's pid (a child's, for the id the child will have).
-      def initialize(config, name: Identity.new_name, started_at: Time.now.to_i, pid: Process.pid)
+      def initialize(
+        config,
+        name: Identity.new_name,
+        started_at: Time.now.to_i,
+        pid: Process.pid
+      )
         @config = config
         @name = name
         @started_at = started_at
         @pid = pid
         @hostname = Socket.gethostname
-        @id = [@name, config[:concurrency], config[:timeout], config.queue_names.join(","),
-          config[:poller_enabled] ? 1 : 0, @started_at, @pid, @hostname].join(":")
+        @id = [
+          @name,
+          config[:concurrency],
+          config[:timeout],
+          config.queue_names.join(","),
+          config[:poller_enabled] ? 1 : 0,
+          @started_at,
+          @pid,
+          @hostname
+        ].join(":")
       end
 
       # Marks the process quiet (it fetches no more jobs), for what it reports.
@@ -40,10 +53,17 @@ module Jiggler
       # @returns [Hash]
       def info(current_jobs)
         {
-          "heartbeat" => Time.now.to_f, "rss" => rss, "current_jobs" => current_jobs, "name" => @name,
-          "concurrency" => @config[:concurrency].to_s, "timeout" => @config[:timeout].to_s,
-          "queues" => @config.queue_names.join(","), "poller_enabled" => @config[:poller_enabled],
-          "started_at" => @started_at.to_s, "pid" => @pid.to_s, "hostname" => @hostname,
+          "heartbeat" => Time.now.to_f,
+          "rss" => rss,
+          "current_jobs" => current_jobs,
+          "name" => @name,
+          "concurrency" => @config[:concurrency].to_s,
+          "timeout" => @config[:timeout].to_s,
+          "queues" => @config.queue_names.join(","),
+          "poller_enabled" => @config[:poller_enabled],
+          "started_at" => @started_at.to_s,
+          "pid" => @pid.to_s,
+          "hostname" => @hostname,
           "quiet" => @quiet == true
         }
       end

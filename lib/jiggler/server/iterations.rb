@@ -65,14 +65,23 @@ module Jiggler
       # @returns [Boolean] whether it was written.
       def checkpoint(fetched, job)
         return true unless @reliable
-        saved = @store.call.checkpoint(@process, fetched.handle, Payload.dump(job))
+        saved = @store.call.checkpoint(
+          @process, fetched.handle, Payload.dump(job)
+        )
         unless saved
-          @logger.warn("checkpoint: #{job["name"]} jid=#{job["jid"]} is no longer in flight for this process (was it " \
-            "recovered by a reaper?): cursor #{Payload.preview(job["cursor"])} not saved")
+          @logger.warn(
+            "checkpoint: #{job["name"]} jid=#{job["jid"]} is no longer in " \
+            "flight for this process (was it recovered by a reaper?): " \
+            "cursor #{Payload.preview(job["cursor"])} not saved"
+          )
         end
         saved
-      rescue Store::ConnectionError => error # the job goes on; the next checkpoint tries again
-        @logger.warn("checkpoint: #{job["name"]} jid=#{job["jid"]}: cursor not saved: #{error.message}")
+      # the job goes on; the next checkpoint tries again
+      rescue Store::ConnectionError => error
+        @logger.warn(
+          "checkpoint: #{job["name"]} jid=#{job["jid"]}: " \
+          "cursor not saved: #{error.message}"
+        )
         false
       end
 
@@ -81,7 +90,12 @@ module Jiggler
       # @returns [Integer] 1, or 0 when it was no longer in flight for this process.
       def requeue(fetched, job)
         payload = Payload.dump(JobPayload.interrupted(job))
-        return @store.call.requeue(@process, [Store::Fetched.new(fetched.handle, fetched.queue, payload)]) if @reliable
+        if @reliable
+          return @store.call.requeue(
+            @process,
+            [Store::Fetched.new(fetched.handle, fetched.queue, payload)]
+          )
+        end
         @store.call.push(fetched.queue, [payload])
         1
       end

@@ -31,43 +31,114 @@ module Jiggler
 
       # @parameter config [Config] frozen settings.
       # @parameter identity [Identity] who the process is (a supervisor chooses its children's).
-      def initialize(config:, logger: Jiggler.logger, identity: Identity.new(config))
+      def initialize(
+        config:, logger: Jiggler.logger, identity: Identity.new(config)
+      )
         @config = config
         @logger = logger
         @identity = identity
         @winding_down = false
         # Results are saved through the store that jobs enqueue through, a pool shared by the fibers.
-        @client_store = config[:client_redis_pool] ? Store.client(config) : Store.server(config, size: config[:client_concurrency])
+        @client_store = config[:client_redis_pool] ?
+          Store.client(config) :
+          Store.server(config, size: config[:client_concurrency])
         @metrics = metrics = Metrics::Recorder.new if config[:metrics]
-        gate = Gate.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store })
-        steps = Steps.new(process: @identity.id, reliable: config.at_least_once?, logger: logger, store: -> { @client_store })
+        gate = Gate.new(
+          process: @identity.id,
+          reliable: config.at_least_once?,
+          store: -> { @client_store }
+        )
+        steps = Steps.new(
+          process: @identity.id,
+          reliable: config.at_least_once?,
+          logger: logger,
+          store: -> { @client_store }
+        )
         @executions = Executions.new(logger: logger)
         @store = Store.dedicated(config)
-        suspects = Suspects.new(store: @store, process: @identity.id, reliable: config.at_least_once?)
+        suspects = Suspects.new(
+          store: @store, process: @identity.id, reliable: config.at_least_once?
+        )
         # Iterable jobs stop between two items once the process is quieting or stopping (`@winding_down`).
-        iterations = Iterations.new(process: @identity.id, reliable: config.at_least_once?, store: -> { @client_store },
-          stopping: -> { @winding_down }, logger: logger)
-        processor = Processor.new(logger: logger, results: @client_store, interrupted: -> { @workers.interrupting? },
-          alone: suspects.method(:alone?), config: config, metrics: metrics, gate: gate, executions: @executions,
-          iterations: iterations, steps: steps)
-        @workers = Workers.new(concurrency: config[:concurrency], processor: processor)
-        @fetcher = Fetcher.new(store: @store, process: @identity.id, config: config, workers: @workers,
-          suspects: suspects, logger: logger)
+        iterations = Iterations.new(
+          process: @identity.id,
+          reliable: config.at_least_once?,
+          store: -> { @client_store },
+          stopping: -> { @winding_down },
+          logger: logger
+        )
+        processor = Processor.new(
+          logger: logger,
+          results: @client_store,
+          interrupted: -> { @workers.interrupting? },
+          alone: suspects.method(:alone?),
+          config: config,
+          metrics: metrics,
+          gate: gate,
+          executions: @executions,
+          iterations: iterations,
+          steps: steps
+        )
+        @workers = Workers.new(
+          concurrency: config[:concurrency], processor: processor
+        )
+        @fetcher = Fetcher.new(
+          store: @store,
+          process: @identity.id,
+          config: config,
+          workers: @workers,
+          suspects: suspects,
+          logger: logger
+        )
         if config[:poller_enabled]
-          @scheduler = Scheduler.new(store: Store.dedicated(config), interval: config[:poll_interval], logger: logger)
+          @scheduler = Scheduler.new(
+            store: Store.dedicated(config),
+            interval: config[:poll_interval],
+            logger: logger
+          )
           @batcher = batcher(config, logger)
           # Moves jobs waiting on slots that expired (LimitedJob's ttl), through the pool the gate takes slots from.
-          @limiter = Periodic.new("limiter", interval: config[:poll_interval], logger: logger) { @client_store.promote_expired }
+          @limiter = Periodic.new(
+            "limiter", interval: config[:poll_interval], logger: logger
+          ) { @client_store.promote_expired }
           @cron = cron(config, logger) if config[:recurring].any?
         end
         # Worker fibers count runs without a lock; this hands the counts to the heartbeat thread.
-        @hand_over = Periodic.new("metrics", interval: Metrics::Recorder::HAND_OVER_INTERVAL, logger: logger) { metrics.hand_over } if metrics
-        @listener = Listener.new(store: @store, fetcher: @fetcher, scheduler: @scheduler, logger: logger)
-        @reaper = Reaper.new(store: Store.dedicated(config), process: @identity.id, config: config, logger: logger)
-        @heartbeat = Heartbeat.new(store: Store.dedicated(config), identity: @identity, workers: @workers,
-          interval: config.heartbeat_interval, ttl: config.registration_ttl, logger: logger,
-          metrics: metrics, metrics_retention: config[:metrics_retention], executions: @executions)
-        @cancellations = Cancellations.new(store: Store.dedicated(config), executions: @executions, logger: logger)
+        if metrics
+          @hand_over = Periodic.new(
+            "metrics",
+            interval: Metrics::Recorder::HAND_OVER_INTERVAL,
+            logger: logger
+          ) { metrics.hand_over }
+        end
+        @listener = Listener.new(
+          store: @store,
+          fetcher: @fetcher,
+          scheduler: @scheduler,
+          logger: logger
+        )
+        @reaper = Reaper.new(
+          store: Store.dedicated(config),
+          process: @identity.id,
+          config: config,
+          logger: logger
+        )
+        @heartbeat = Heartbeat.new(
+          store: Store.dedicated(config),
+          identity: @identity,
+          workers: @workers,
+          interval: config.heartbeat_interval,
+          ttl: config.registration_ttl,
+          logger: logger,
+          metrics: metrics,
+          metrics_retention: config[:metrics_retention],
+          executions: @executions
+        )
+        @cancellations = Cancellations.new(
+          store: Store.dedicated(config),
+          executions: @executions,
+          logger: logger
+        )
       end
 
       # Starts every part inside the running reactor.
@@ -77,8 +148,12 @@ module Jiggler
         # Jobs enqueue through the store's pool, shared by the fibers; with `client_redis_pool` through the app's pool,
         # and with `transactional_enqueue` on the app's Active Record connection, in the job's own transaction.
         unless @config[:client_redis_pool]
-          store = @config[:transactional_enqueue] ? Store.client(@config) : @client_store
-          Jiggler.client = Client.new(store, middleware: @config.client_middleware)
+          store = @config[:transactional_enqueue] ?
+            Store.client(@config) :
+            @client_store
+          Jiggler.client = Client.new(
+            store, middleware: @config.client_middleware
+          )
         end
         @heartbeat.start
         @executions.start(parent: parent)
@@ -107,7 +182,10 @@ module Jiggler
       # @returns [Boolean] whether every unfinished job is back in its queue (else they wait in flight for a reaper).
       # @asynchronous
       def stop
-        @logger.info("stopping: waiting up to #{@config[:timeout]} s for #{@workers.current_jobs.size} running jobs")
+        @logger.info(
+          "stopping: waiting up to #{@config[:timeout]} s for " \
+          "#{@workers.current_jobs.size} running jobs"
+        )
         @winding_down = true
         @fetcher.quiet
         @listener.stop
@@ -129,7 +207,10 @@ module Jiggler
 
       # Stops the running jobs now (a second TERM or INT during `stop`).
       def kill
-        @logger.warn("stopping at once: running jobs are interrupted and go back to their queues")
+        @logger.warn(
+          "stopping at once: running jobs are interrupted and go back to " \
+          "their queues"
+        )
         # Counted first: stopping the jobs resumes `stop`, which logs the count, before this call returns.
         @killed = @workers.current_jobs.size
         @workers.stop(0)
@@ -148,13 +229,23 @@ module Jiggler
       # The recurring tasks' loop; loaded (with fugit) only by a server that has tasks.
       def cron(config, logger)
         require_relative "cron"
-        Cron.new(store: Store.dedicated(config), tasks: config[:recurring], missed: config[:recurring_missed], interval: config[:poll_interval],
-          logger: logger, middleware: config.client_middleware)
+        Cron.new(
+          store: Store.dedicated(config),
+          tasks: config[:recurring],
+          missed: config[:recurring_missed],
+          interval: config[:poll_interval],
+          logger: logger,
+          middleware: config.client_middleware
+        )
       end
 
       def batcher(config, logger)
         shortest = Job.shortest_batch_interval or return
-        Batcher.new(store: Store.dedicated(config), interval: [shortest / 2.0, config[:poll_interval]].min, logger: logger)
+        Batcher.new(
+          store: Store.dedicated(config),
+          interval: [shortest / 2.0, config[:poll_interval]].min,
+          logger: logger
+        )
       end
 
       def finish(unstarted, interrupted)
@@ -165,13 +256,21 @@ module Jiggler
         @store.close
         @metrics&.hand_over
         @heartbeat.stop(unregister: left.zero?)
-        @logger.info("stopped: #{interrupted} jobs interrupted; unfinished jobs are back in their queues") if left.zero?
+        if left.zero?
+          @logger.info(
+            "stopped: #{interrupted} jobs interrupted; " \
+            "unfinished jobs are back in their queues"
+          )
+        end
         left.zero?
       rescue => error
         @metrics&.hand_over
         @heartbeat.stop(unregister: false)
-        @logger.error("stopped, but unfinished jobs stay in flight until a live process's reaper returns them to their " \
-          "queues: #{error.class}: #{error.message}")
+        @logger.error(
+          "stopped, but unfinished jobs stay in flight until a live " \
+          "process's reaper returns them to their queues: " \
+          "#{error.class}: #{error.message}"
+        )
         false
       end
 
@@ -184,7 +283,9 @@ module Jiggler
           retrying { @store.requeue(@identity.id) }
           retrying { @store.in_flight_count(@identity.id) }
         else
-          unstarted.group_by(&:queue).each { |queue, jobs| @store.push(queue, jobs.map(&:payload)) }
+          unstarted.group_by(&:queue).each do |queue, jobs|
+            @store.push(queue, jobs.map(&:payload))
+          end
           0
         end
       end
@@ -199,11 +300,16 @@ module Jiggler
 
       def started_message
         queues = if @config.weighted?
-          "by weight " + @config[:weighted_queues].map { |name, weight| "#{name}(#{weight})" }.join(", ")
+          "by weight " + @config[:weighted_queues]
+            .map { |name, weight| "#{name}(#{weight})" }
+            .join(", ")
         else
-          @config[:queues].map { |name, priority| "#{name}(#{priority})" }.join(", ")
+          @config[:queues]
+            .map { |name, priority| "#{name}(#{priority})" }
+            .join(", ")
         end
-        "jiggler #{VERSION} started: #{@identity.id}, concurrency #{@config[:concurrency]}, queues #{queues}, " \
+        "jiggler #{VERSION} started: #{@identity.id}, " \
+          "concurrency #{@config[:concurrency]}, queues #{queues}, " \
           "#{@config[:mode]}, #{@store.description}"
       end
     end

@@ -22,7 +22,10 @@ module Jiggler
       def failed(error)
         if @since.nil?
           @since = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          @logger.error("#{@name}: #{error.class}: #{error.message}; retrying until it works")
+          @logger.error(
+            "#{@name}: #{error.class}: #{error.message}; " \
+            "retrying until it works"
+          )
         end
         delay = @delay
         @delay = [@delay * 2, MAX_DELAY].min

@@ -19,7 +19,15 @@ module Jiggler
       # @parameter closing [#close | Nil] what to close once stopped: the loop's own store.
       # @parameter sooner [Boolean] the block returns the seconds until it should run again (or nil), and the loop
       #   waits that long when it is shorter than the interval.
-      def initialize(name, interval:, logger:, jitter: 0.0, closing: nil, sooner: false, &block)
+      def initialize(
+        name,
+        interval:,
+        logger:,
+        jitter: 0.0,
+        closing: nil,
+        sooner: false,
+        &block
+      )
         @name = name
         @closing = closing
         @interval = interval
@@ -58,7 +66,8 @@ module Jiggler
       def run
         until @stopping
           started = Async::Clock.now
-          @woken = false # a wake during the run below is kept, and cuts the next wait short
+          # a wake during the run below is kept, and cuts the next wait short
+          @woken = false
           back_off, sooner = tick
           wait(back_off || next_wait(started, sooner)) unless @stopping
         end

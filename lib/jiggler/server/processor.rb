@@ -47,7 +47,8 @@ module Jiggler
 
       # @parameter logger [Logger]
       # @parameter results [Store::Redis | Store::SQLite] where the results of classes with `result_ttl` are saved.
-      # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the job's.
+      # @parameter interrupted [#call] whether the workers are being stopped, so an Async::Stop is theirs, not the
+      #   job's.
       # @parameter alone [#call] whether a fetched job runs alone in this process, so a suspect may run.
       # @parameter config [Config] its job wrapper, server middleware and error and death handlers.
       # @parameter metrics [Metrics::Recorder | Nil] counts each run by class, with its duration.
@@ -56,8 +57,18 @@ module Jiggler
       # @parameter iterations [Iterations | Nil] checkpoints and stops iterable jobs; nil: they run to their end.
       # @parameter steps [Steps | Nil] completes workflow steps; nil: a step is acknowledged as any job, and its
       #   dependants never run (a server always gives one).
-      def initialize(logger:, results:, config:, interrupted: -> { true }, alone: ->(_fetched) { true },
-        metrics: nil, gate: nil, executions: nil, iterations: nil, steps: nil)
+      def initialize(
+        logger:,
+        results:,
+        config:,
+        interrupted: -> { true },
+        alone: ->(_fetched) { true },
+        metrics: nil,
+        gate: nil,
+        executions: nil,
+        iterations: nil,
+        steps: nil
+      )
         @logger = logger
         @steps = steps
         @iterations = iterations
@@ -70,7 +81,9 @@ module Jiggler
         @classes = {}
         @reloads = Job.reloads
         @wrapper = config.job_wrapper
-        @middleware = config.server_middleware unless config.server_middleware.empty?
+        unless config.server_middleware.empty?
+          @middleware = config.server_middleware
+        end
         @handlers = Handlers.new(config, logger)
       end
 
@@ -80,12 +93,20 @@ module Jiggler
       def call(fetched)
         job = Payload.load(fetched.payload)
       rescue Payload::MalformedError => error
-        @logger.error { "dead: unreadable job in queue #{fetched.queue}: #{error.message}" }
-        Failure.malformed(fetched, error, Time.now.to_f).tap { |record| @handlers.died(Payload.parse(record.payload), error) }
+        @logger.error do
+          "dead: unreadable job in queue #{fetched.queue}: #{error.message}"
+        end
+        Failure.malformed(fetched, error, Time.now.to_f).tap do |record|
+          @handlers.died(Payload.parse(record.payload), error)
+        end
       else
         return SUSPECT if JobRules.suspect?(job) && !@alone.call(fetched)
-        outcome = @wrapper ? @wrapper.call { measured(fetched, job) } : measured(fetched, job)
-        outcome.is_a?(Interrupted) ? requeued(fetched, job, outcome.stop) : outcome
+        outcome = @wrapper ?
+          @wrapper.call { measured(fetched, job) } :
+          measured(fetched, job)
+        outcome.is_a?(Interrupted) ?
+          requeued(fetched, job, outcome.stop) :
+          outcome
       end
 
       private
@@ -97,10 +118,19 @@ module Jiggler
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         outcome = perform(fetched, job)
         if outcome.equal?(DONE) # nearly every run: one comparison
-          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, false)
+          @metrics.record(
+            job["name"],
+            Process.clock_gettime(Process::CLOCK_MONOTONIC) - started,
+            false
+          )
         elsif !outcome.equal?(WAITING) && !outcome.is_a?(Interrupted)
-          failed = outcome.is_a?(Store::Failed) && outcome.failure? # a snooze or a cancel is not a failure
-          @metrics.record(job["name"], Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, failed)
+          # a snooze or a cancel is not a failure
+          failed = outcome.is_a?(Store::Failed) && outcome.failure?
+          @metrics.record(
+            job["name"],
+            Process.clock_gettime(Process::CLOCK_MONOTONIC) - started,
+            failed
+          )
         end
         outcome
       end
@@ -109,7 +139,10 @@ module Jiggler
         # The level is read once per job: each read costs a Logger lookup of its level override (logger >= 1.6).
         if (debug = @logger.debug?)
           started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          @logger.debug("start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} attempt=#{attempt(job)}")
+          @logger.debug(
+            "start #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
+            "attempt=#{attempt(job)}"
+          )
         end
         forget_classes if Job.reloads != @reloads
         name = job["wrapper"] || job["name"]
@@ -118,11 +151,17 @@ module Jiggler
         args = arguments(job, method, arity)
         instance = klass.new
         instance.jid = job["jid"]
-        instance.iteration = @iterations.delivery(fetched, job) if iterable && @iterations
+        if iterable && @iterations
+          instance.iteration = @iterations.delivery(fetched, job)
+        end
         # A job outside a workflow pays this one lookup: its completion below reuses it.
         workflow = @steps && job["workflow"]
-        instance.workflow_step = -> { @steps.results(job) } if workflow && job["after"]
-        instance.workflow_members = -> { @steps.outcome(job) } if workflow && job["on_complete"]
+        if workflow && job["after"]
+          instance.workflow_step = -> { @steps.results(job) }
+        end
+        if workflow && job["on_complete"]
+          instance.workflow_members = -> { @steps.outcome(job) }
+        end
         if (limits = job["limits"]) && @gate
           # A job cancelled before it reaches its limit ends here: waiting for a slot, it could outlast the request.
           by = @executions&.requested_by(job["jid"])
@@ -131,17 +170,25 @@ module Jiggler
         end
         release(job, :started) if job["unique"]
         execution = track(instance, job)
-        return ended(fetched, job, execution) if execution&.cancelled_by # cancelled before it started
-        value = catch(Job::SNOOZE) { invoke(instance, method, args, job, fetched.queue) }
-        return ended(fetched, job, execution) if execution&.seen? # it returned once it saw `cancelled?`
-        execution&.finished! # a cancel that comes now is too late: the job ran to its end
+        # cancelled before it started
+        return ended(fetched, job, execution) if execution&.cancelled_by
+        value = catch(Job::SNOOZE) do
+          invoke(instance, method, args, job, fetched.queue)
+        end
+        # it returned once it saw `cancelled?`
+        return ended(fetched, job, execution) if execution&.seen?
+        # a cancel that comes now is too late: the job ran to its end
+        execution&.finished!
         return snoozed(fetched, job, value) if value.is_a?(Job::Snooze)
         keep_result(job, ttl) { Result.value(job["name"], value) } if ttl
         release(job, :finished) if job["unique"]
         leave(job) if limits && @gate
         if debug
-          @logger.debug("done #{job["name"]} jid=#{job["jid"]} in #{elapsed_ms(started)} ms queue=#{fetched.queue} " \
-            "attempt=#{attempt(job)}")
+          @logger.debug(
+            "done #{job["name"]} jid=#{job["jid"]} " \
+            "in #{elapsed_ms(started)} ms queue=#{fetched.queue} " \
+            "attempt=#{attempt(job)}"
+          )
         end
         return completed(fetched, job, value) if workflow
         DONE
@@ -154,7 +201,8 @@ module Jiggler
         return ended(fetched, job, execution) if execution&.ended_by
         return Interrupted.new(error) if @interrupted.call
         failed(fetched, job, error)
-      rescue Exception => error # rubocop:disable Lint/RescueException -- any job failure, even NoMemoryError or exit, is recorded, not fatal
+      # any job failure, even NoMemoryError or exit, is recorded, not fatal
+      rescue Exception => error # rubocop:disable Lint/RescueException
         failed(fetched, job, error)
       ensure
         @executions.finish(execution) if execution
@@ -162,25 +210,35 @@ module Jiggler
 
       def invoke(instance, method, args, job, queue)
         return instance.public_send(method, *args) unless @middleware
-        @middleware.invoke(instance, job, queue) { instance.public_send(method, *args) }
+        @middleware.invoke(instance, job, queue) do
+          instance.public_send(method, *args)
+        end
       end
 
       # Registers the job's run with Executions, so it can be cancelled, timed out and report progress.
       def track(instance, job)
         return unless @executions
         timeout = job["timeout"]
-        instance.execution = @executions.begin(job["jid"], (timeout if timeout.is_a?(Numeric) && timeout.positive?))
+        instance.execution = @executions.begin(
+          job["jid"],
+          (timeout if timeout.is_a?(Numeric) && timeout.positive?)
+        )
       end
 
       # A job ended by a cancel (to the dead set, marked, not a failure) or by its timeout (a JobTimeout failure).
       def ended(fetched, job, execution)
-        return failed(fetched, job, JobTimeout.new(execution.timeout)) if execution.ended_by == :timeout
+        if execution.ended_by == :timeout
+          return failed(fetched, job, JobTimeout.new(execution.timeout))
+        end
         cancelled(fetched, job, execution.cancelled_by)
       end
 
       # A cancelled job: to the dead set, marked, not a failure; its lock and slot are given back.
       def cancelled(fetched, job, by)
-        @logger.warn("cancelled: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} by #{by}")
+        @logger.warn(
+          "cancelled: #{job["name"]} jid=#{job["jid"]} " \
+          "queue=#{fetched.queue} by #{by}"
+        )
         release(job, :finished) if job["unique"]
         leave(job) if job["limits"] && @gate
         Failure.cancel(fetched, job, by, Time.now.to_f)
@@ -190,8 +248,13 @@ module Jiggler
       # that stopped for the shutdown (Iteration::Interruption) goes back to its queue instead.
       def snoozed(fetched, job, snooze)
         leave(job) if job["limits"] && @gate
-        return iteration_requeued(fetched, job) if snooze.is_a?(Iteration::Interruption)
-        @logger.info { "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} for #{snooze.seconds} s" }
+        if snooze.is_a?(Iteration::Interruption)
+          return iteration_requeued(fetched, job)
+        end
+        @logger.info do
+          "snoozed: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
+          "for #{snooze.seconds} s"
+        end
         Failure.snooze(fetched, job, snooze.seconds, Time.now.to_f)
       end
 
@@ -201,19 +264,27 @@ module Jiggler
       def iteration_requeued(fetched, job)
         moved = @iterations.requeue(fetched, job)
         @logger.warn do
-          "requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} at cursor #{Payload.preview(job["cursor"])} " \
-            "(an iterable job stopped for the shutdown#{", but it was no longer in flight here" if moved.zero?})"
+          "requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
+            "at cursor #{Payload.preview(job["cursor"])} " \
+            "(an iterable job stopped for the shutdown" \
+            "#{", but it was no longer in flight here" if moved.zero?})"
         end
         WAITING
       rescue Store::ConnectionError => error
-        @logger.error("#{job["name"]} jid=#{job["jid"]}: not requeued (#{error.message}); it stays in flight at its last checkpoint")
+        @logger.error(
+          "#{job["name"]} jid=#{job["jid"]}: " \
+          "not requeued (#{error.message}); " \
+          "it stays in flight at its last checkpoint"
+        )
         WAITING
       end
 
       # A job the shutdown stopped: not a failure. One line says so, then the stop goes on, leaving the job in flight.
       def requeued(fetched, job, stop)
-        @logger.warn("requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} (stopped by the shutdown: " \
-          "it goes back to its queue and runs again)")
+        @logger.warn(
+          "requeued: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
+          "(stopped by the shutdown: it goes back to its queue and runs again)"
+        )
         raise stop
       end
 
@@ -221,8 +292,9 @@ module Jiggler
         record = Failure.record(fetched, job, error, Time.now.to_f)
         dead = record.dead?
         @logger.error do
-          "#{dead ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue} " \
-            "attempt=#{job["attempt"]} #{job["error_class"]}: #{job["error_message"]}"
+          "#{dead ? "dead" : "retry"}: #{job["name"]} jid=#{job["jid"]} " \
+            "queue=#{fetched.queue} attempt=#{job["attempt"]} " \
+            "#{job["error_class"]}: #{job["error_message"]}"
         end
         keep_failure(job) if dead
         @handlers.failed(error, job, fetched.queue)
@@ -240,9 +312,11 @@ module Jiggler
       # write) goes to the dead set as it was stored; the log says why.
       def unwritable(fetched, job, error, problem)
         @logger.error do
-          "dead: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}: #{error.class}: #{error.message}; its failure " \
-            "cannot be written on the job (#{problem.message}: a number beyond Float's range, like 1e400, reads as " \
-            "Infinity), so it goes to the dead set as it was stored"
+          "dead: #{job["name"]} jid=#{job["jid"]} queue=#{fetched.queue}: " \
+            "#{error.class}: #{error.message}; its failure cannot be written " \
+            "on the job (#{problem.message}: a number beyond Float's range, " \
+            "like 1e400, reads as Infinity), so it goes to the dead set as " \
+            "it was stored"
         end
         @handlers.died(job, error)
         Failure.malformed(fetched, problem, Time.now.to_f)
@@ -258,22 +332,33 @@ module Jiggler
       def leave(job)
         @gate.leave(job)
       rescue => error
-        @logger.error("#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not be freed (its ttl will): #{error.message}")
+        @logger.error(
+          "#{job["name"]} jid=#{job["jid"]}: its concurrency slot could not " \
+          "be freed (its ttl will): #{error.message}"
+        )
       end
 
       # Releases a unique job's lock (UniqueJob); if the store fails, the job goes on and the lock's ttl frees it.
       def release(job, point)
         UniqueJob.release(@results, job, point)
       rescue => error
-        @logger.error("#{job["name"]} jid=#{job["jid"]}: its unique lock could not be released (its ttl will): #{error.message}")
+        @logger.error(
+          "#{job["name"]} jid=#{job["jid"]}: its unique lock could not be " \
+          "released (its ttl will): #{error.message}"
+        )
       end
 
       # Stores a dead job's error for Jiggler.result; if the store fails, the job still goes to the dead set.
       def keep_failure(job)
         ttl = @classes.dig(job["wrapper"] || job["name"], 3) or return
-        keep_result(job, ttl) { Result.error(job["error_class"], job["error_message"]) }
+        keep_result(job, ttl) do
+          Result.error(job["error_class"], job["error_message"])
+        end
       rescue => error
-        @logger.error("#{job["name"]} jid=#{job["jid"]}: its error could not be stored as its result: #{error.message}")
+        @logger.error(
+          "#{job["name"]} jid=#{job["jid"]}: its error could not be stored " \
+          "as its result: #{error.message}"
+        )
       end
 
       # The arguments to call `method` (perform, or perform_batch for a batch class) with, checked against its arity.
@@ -285,11 +370,15 @@ module Jiggler
         if method == :perform_batch
           args = [Batch.batch?(job) ? args : [args]]
         elsif Batch.batch?(job)
-          raise ArityError, "#{job["name"]} got a batch of #{args.size} items but does not set batch_size " \
-            "(was it removed?): give it batch_size and perform_batch(args_list) again to run the batch"
+          raise ArityError,
+            "#{job["name"]} got a batch of #{args.size} items but does not " \
+            "set batch_size (was it removed?): give it batch_size and " \
+            "perform_batch(args_list) again to run the batch"
         end
         return args if arity.cover?(args.size)
-        raise ArityError, "wrong number of arguments for #{job["name"]}##{method} (given #{args.size}, expected #{describe(arity)})"
+        raise ArityError,
+          "wrong number of arguments for #{job["name"]}##{method} " \
+          "(given #{args.size}, expected #{describe(arity)})"
       end
 
       # Stores a job's result (or its error) for `result_ttl` seconds, under each item's id for a batch. A return
@@ -298,7 +387,10 @@ module Jiggler
         json = begin
           yield
         rescue ArgumentError => error
-          @logger.error("#{job["name"]} jid=#{job["jid"]}: #{error.message}; Jiggler.result raises JobFailed")
+          @logger.error(
+            "#{job["name"]} jid=#{job["jid"]}: #{error.message}; " \
+            "Jiggler.result raises JobFailed"
+          )
           Result.error(error.class, error.message)
         end
         jids = Batch.batch?(job) ? job["jids"] : [job["jid"]]
@@ -315,32 +407,49 @@ module Jiggler
       # @classes.
       def resolve(name)
         klass = constant(name)
-        raise UnknownJobError, "#{name} is not a Jiggler::Job" unless klass.is_a?(Class) && klass.include?(Job)
+        unless klass.is_a?(Class) && klass.include?(Job)
+          raise UnknownJobError, "#{name} is not a Jiggler::Job"
+        end
         method = klass.job_options[:batch_size] ? :perform_batch : :perform
-        raise UnknownJobError, "#{name} has no #{method} method" unless klass.method_defined?(method)
+        unless klass.method_defined?(method)
+          raise UnknownJobError, "#{name} has no #{method} method"
+        end
         iterable = klass.respond_to?(:jiggler_iterable?)
         # An iterable job's arguments are those of its build_enumerator (Iteration#perform takes any).
         signature = klass.instance_method(iterable ? :build_enumerator : method)
-        [klass, method, arity(signature), klass.job_options[:result_ttl], iterable]
+        [
+          klass,
+          method,
+          arity(signature),
+          klass.job_options[:result_ttl],
+          iterable
+        ]
       end
 
       # A payload's "wrapper" runs the job in its class's place (Active Job's does): only a class that says it is one
       # may, or a payload could run another job than the one it shows.
       def wrapper!(klass)
-        raise UnknownJobError, "#{klass} is not a job wrapper" unless klass.respond_to?(:jiggler_wrapper?)
+        unless klass.respond_to?(:jiggler_wrapper?)
+          raise UnknownJobError, "#{klass} is not a job wrapper"
+        end
       end
 
       def constant(name)
         Object.const_get(name)
       rescue NameError
-        error = UnknownJobError.new("unknown job class #{name.inspect}: is it loaded by the -r file?")
-        raise error.extend(UnknownJobError::NotLoaded) # retried whatever its retries
+        error = UnknownJobError.new(
+          "unknown job class #{name.inspect}: is it loaded by the -r file?"
+        )
+        # retried whatever its retries
+        raise error.extend(UnknownJobError::NotLoaded)
       end
 
       def arity(method)
         kinds = method.parameters.map(&:first)
         required = kinds.count(:req)
-        required..(kinds.include?(:rest) ? Float::INFINITY : required + kinds.count(:opt))
+        required..(
+          kinds.include?(:rest) ? Float::INFINITY : required + kinds.count(:opt)
+        )
       end
 
       def describe(range)
@@ -351,7 +460,10 @@ module Jiggler
       # How many times the job failed before this run.
       def attempt(job) = JobPayload.count(job["attempt"])
 
-      def elapsed_ms(started) = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
+      def elapsed_ms(started)
+        ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000)
+          .round(2)
+      end
     end
   end
 end

@@ -30,11 +30,16 @@ module Jiggler
       #   out, CUT when it was cut short.
       # @raises [StandardError] what the store raised, in the caller's task, where outages are handled.
       def call(limit)
-        waiter = Async::Task.current.async(annotation: "jiggler.fetcher.wait") do |task|
+        waiter = Async::Task.current.async(
+          annotation: "jiggler.fetcher.wait"
+        ) do |task|
           # Known before its first I/O: a quiet or stop that comes while the wait is being sent must cut it short too.
           @task = task
-          jobs = @store.fetch_when_pushed(@process, @queue, limit: limit, timeout: @timeout)
-          @workers.assign(jobs, now: true) if jobs&.any? # before the loop reads other sockets (the push's wake among them)
+          jobs = @store.fetch_when_pushed(
+            @process, @queue, limit: limit, timeout: @timeout
+          )
+          # before the loop reads other sockets (the push's wake among them)
+          @workers.assign(jobs, now: true) if jobs&.any?
           jobs
         rescue => error
           error

@@ -26,7 +26,9 @@ module Jiggler
         # Weighted sampling without replacement: ordering by u ** (1 / weight), u uniform in [0, 1), puts each queue
         # first with probability weight / total weights.
         keys = @weights.map { |weight| -(@random.rand**(1.0 / weight)) }
-        @names.each_index.sort_by { |index| keys[index] }.map { |index| @names[index] }
+        @names.each_index
+          .sort_by { |index| keys[index] }
+          .map { |index| @names[index] }
       end
 
       # Whether the queues are served by weight.

@@ -38,7 +38,13 @@ module Jiggler
         @logger = logger
         @handlers = Handlers.new(config, logger)
         # Jitter keeps the reapers of many processes from checking in step.
-        @periodic = Periodic.new("reaper", interval: config.reaper_interval, logger: logger, jitter: 0.2, closing: @store) { reap }
+        @periodic = Periodic.new(
+          "reaper",
+          interval: config.reaper_interval,
+          logger: logger,
+          jitter: 0.2,
+          closing: @store
+        ) { reap }
       end
 
       # @parameter parent [Async::Task]
@@ -79,7 +85,9 @@ module Jiggler
       # before believing an expiry again: live processes beat again meanwhile.
       def registrations_trusted?
         now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        @trusted_from = now + @grace if @last_contact && now - @last_contact > 2 * @interval
+        if @last_contact && now - @last_contact > 2 * @interval
+          @trusted_from = now + @grace
+        end
         @last_contact = now
         now >= (@trusted_from ||= now)
       end
@@ -88,8 +96,11 @@ module Jiggler
       # @returns [Integer] how many this call moved.
       def bury(process, death)
         now = Time.now.to_f
-        dead = death.poisoned.map { |fetched, job| [Failure.kill(fetched, job, error = poison_error(job), now), error] } +
-          death.unreadable.map { |fetched, error| [Failure.malformed(fetched, error, now), error] }
+        dead = death.poisoned.map { |fetched, job|
+          [Failure.kill(fetched, job, error = poison_error(job), now), error]
+        } + death.unreadable.map { |fetched, error|
+          [Failure.malformed(fetched, error, now), error]
+        }
         return 0 if dead.empty?
         killed = @store.fail(process, dead.map(&:first), reliable: true,
           dead_cutoff: now - @dead_timeout, dead_max: @dead_max)
@@ -108,8 +119,11 @@ module Jiggler
           UniqueJob.release(@store, job, :deleted) if job["unique"]
           LimitedJob.release(@store, job)
         rescue => error
-          @logger.error("reaper: #{job["name"]} jid=#{job["jid"]} went to the dead set, but its lock or slot could not be " \
-            "freed (their ttl will): #{error.message}")
+          @logger.error(
+            "reaper: #{job["name"]} jid=#{job["jid"]} went to the dead set, " \
+            "but its lock or slot could not be freed (their ttl will): " \
+            "#{error.message}"
+          )
         end
       end
 
@@ -117,17 +131,24 @@ module Jiggler
       # any of them tells of all: a handler may hear of a job twice, never not at all.)
       # @parameter dead [Array([Store::Failed, Exception])]
       def tell_death_handlers(dead)
-        dead.each { |failed, error| @handlers.died(Payload.parse(failed.payload), error) }
+        dead.each do |failed, error|
+          @handlers.died(Payload.parse(failed.payload), error)
+        end
       end
 
       def poison_error(job)
-        PoisonJobError.new("#{job["name"]} was running in #{job["crashes"]} processes that died; it may be what kills " \
-          "them, so it is not run again")
+        PoisonJobError.new(
+          "#{job["name"]} was running in #{job["crashes"]} processes that " \
+          "died; it may be what kills them, so it is not run again"
+        )
       end
 
       def log(process, requeued, poisoned)
-        @logger.warn("reaper: process #{process} died; #{requeued} of its jobs are back in their queues" +
-          (poisoned.positive? ? ", #{poisoned} went to the dead set" : ""))
+        @logger.warn(
+          "reaper: process #{process} died; " \
+          "#{requeued} of its jobs are back in their queues" +
+          (poisoned.positive? ? ", #{poisoned} went to the dead set" : "")
+        )
       end
     end
   end

@@ -13,10 +13,22 @@ module Jiggler
       # @parameter interval [Numeric] seconds between checks at most.
       def initialize(store:, interval:, logger:)
         @store = store
-        @periodic = Periodic.new("scheduler", interval: interval, logger: logger, closing: @store, sooner: true) do
+        @periodic = Periodic.new(
+          "scheduler",
+          interval: interval,
+          logger: logger,
+          closing: @store,
+          sooner: true
+        ) do
           now = Time.now.to_f
-          moved = @store.enqueue_due(now) { |from, payload| JobRules.due(from, payload, now) }
-          logger.debug { "scheduler: #{moved} due jobs moved to their queues" } if moved.positive?
+          moved = @store.enqueue_due(now) do |from, payload|
+            JobRules.due(from, payload, now)
+          end
+          if moved.positive?
+            logger.debug do
+              "scheduler: #{moved} due jobs moved to their queues"
+            end
+          end
           next_due = @store.next_due
           next_due - Time.now.to_f if next_due
         end

@@ -29,10 +29,21 @@ module Jiggler
       # @parameter job [Hash] the parsed payload.
       # @parameter value [Object] what the step returned, kept for its dependants when JSON-native.
       def complete(fetched, job, value)
-        result = Payload.dump(value) unless value.nil? || Payload.problem_with(value)
-        attempts(job, "workflow step not completed; it stays in flight and runs again") do |store|
-          store.complete_step(@process, fetched, workflow: job["workflow"].to_s, jid: job["jid"].to_s,
-            result: result, reliable: @reliable, retention: Workflow::RETENTION)
+        unless value.nil? || Payload.problem_with(value)
+          result = Payload.dump(value)
+        end
+        attempts(
+          job, "workflow step not completed; it stays in flight and runs again"
+        ) do |store|
+          store.complete_step(
+            @process,
+            fetched,
+            workflow: job["workflow"].to_s,
+            jid: job["jid"].to_s,
+            result: result,
+            reliable: @reliable,
+            retention: Workflow::RETENTION
+          )
         end
       end
 
@@ -42,7 +53,9 @@ module Jiggler
       # @parameter job [Hash] the step's payload.
       def died(job)
         # Tried again too (a death is recorded once however often): unrecorded, it leaves on_complete callbacks waiting.
-        attempts(job, "the death of a workflow step could not be recorded") do |store|
+        attempts(
+          job, "the death of a workflow step could not be recorded"
+        ) do |store|
           store.step_died(job["workflow"].to_s, job["jid"].to_s)
         end
       end
@@ -53,7 +66,9 @@ module Jiggler
       # @returns [Hash(String, String)] jid => state (Store::StepState).
       def outcome(job)
         graph = @store.call.workflow_graph(job["workflow"].to_s)
-        graph.filter_map { |jid, (state, edges)| [jid, state] if edges.include?(job["jid"]) }.to_h
+        graph.filter_map do |jid, (state, edges)|
+          [jid, state] if edges.include?(job["jid"])
+        end.to_h
       end
 
       # The results of the steps a step waited for.
@@ -61,7 +76,8 @@ module Jiggler
       # @returns [Hash(String, Object)] jid => return value (nil when it returned nothing storable).
       def results(job)
         after = Array(job["after"])
-        @store.call.step_results(job["workflow"].to_s, after).transform_values { |json| json && JSON.parse(json) }
+        @store.call.step_results(job["workflow"].to_s, after)
+          .transform_values { |json| json && JSON.parse(json) }
       end
 
       private
@@ -74,7 +90,9 @@ module Jiggler
           yield @store.call
         rescue Store::ConnectionError => error
           retry if (attempt += 1) < ATTEMPTS && sleep(0.2 * attempt)
-          @logger.error("#{job["name"]} jid=#{job["jid"]}: #{failed} (#{error.message})")
+          @logger.error(
+            "#{job["name"]} jid=#{job["jid"]}: #{failed} (#{error.message})"
+          )
         end
       end
     end

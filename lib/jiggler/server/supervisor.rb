@@ -53,7 +53,8 @@ module Jiggler
       # @raises [ArgumentError] when count is not from 1 to `max`.
       def initialize(count:, stop_timeout:, config:, logger:)
         unless count.between?(1, Supervisor.max)
-          raise ArgumentError, "count must be from 1 to #{Supervisor.max} (got #{count})"
+          raise ArgumentError,
+            "count must be from 1 to #{Supervisor.max} (got #{count})"
         end
         @count = count
         @stop_timeout = stop_timeout
@@ -90,7 +91,12 @@ module Jiggler
 
       def trap_signals
         (FORWARDED + IGNORED + ["CHLD"]).to_h do |signal|
-          [signal, trap(signal) { @writer.write_nonblock("#{signal}\n", exception: false) }]
+          [
+            signal,
+            trap(signal) do
+              @writer.write_nonblock("#{signal}\n", exception: false)
+            end
+          ]
         end
       end
 
@@ -128,11 +134,15 @@ module Jiggler
       end
 
       def ignored(signal)
-        @logger.info("supervisor: SIG#{signal} ignored (TERM stops, TSTP quiets)")
+        @logger.info(
+          "supervisor: SIG#{signal} ignored (TERM stops, TSTP quiets)"
+        )
       end
 
       def stop(signal)
-        @logger.info("supervisor: #{signal}, stopping #{@children.size} server processes")
+        @logger.info(
+          "supervisor: #{signal}, stopping #{@children.size} server processes"
+        )
         @stop_deadline ||= now + @stop_timeout
         @restarts.clear
         forward(signal)
@@ -144,7 +154,9 @@ module Jiggler
       end
 
       def dump
-        @logger.info("supervisor: server processes #{@children.keys.join(", ")}")
+        @logger.info(
+          "supervisor: server processes #{@children.keys.join(", ")}"
+        )
         forward("TTIN")
       end
 
@@ -172,7 +184,10 @@ module Jiggler
           stopped(pid, status)
         elsif status.exitstatus == STOPPED_ON_REQUEST
           left = @children.size
-          @logger.info("supervisor: process #{pid} stopped on request; not replaced (#{left} left)")
+          @logger.info(
+            "supervisor: process #{pid} stopped on request; " \
+            "not replaced (#{left} left)"
+          )
         else
           died(pid, child, status)
         end
@@ -183,14 +198,18 @@ module Jiggler
       def recover(pid, child)
         reaper.recover(child.process)
       rescue => error
-        @logger.error("supervisor: could not recover the jobs of process #{pid} " \
-          "(#{error.class}: #{error.message}); a live process's reaper will")
+        @logger.error(
+          "supervisor: could not recover the jobs of process #{pid} " \
+          "(#{error.class}: #{error.message}); a live process's reaper will"
+        )
       end
 
       # Loaded once needed: the CLI loads this file to check `-p` before anything else.
       def reaper
         require_relative "reaper"
-        @reaper ||= Reaper.new(store: store, process: "supervisor", config: @config, logger: @logger)
+        @reaper ||= Reaper.new(
+          store: store, process: "supervisor", config: @config, logger: @logger
+        )
       end
 
       def store = @store ||= Store.dedicated(@config)
@@ -203,7 +222,8 @@ module Jiggler
 
       # Whether a TERM or INT ended the child before its own traps were set, so before it held a job.
       def before_traps?(status)
-        status.signaled? && %w[TERM INT].include?(Signal.signame(status.termsig))
+        status.signaled? &&
+          %w[TERM INT].include?(Signal.signame(status.termsig))
       end
 
       def died(pid, child, status)
@@ -211,17 +231,26 @@ module Jiggler
         delay = @delays[child.slot] = next_delay(child.slot, lived)
         if @quiet
           @failed = true
-          @logger.error("supervisor: process #{pid} died (#{reason(status)}); " \
-            "not replaced while quiet")
+          @logger.error(
+            "supervisor: process #{pid} died (#{reason(status)}); " \
+            "not replaced while quiet"
+          )
         else
-          @logger.error(format("supervisor: process %d died (%s) after %.1f s; " \
-            "replacing it in %.1f s", pid, reason(status), lived, delay))
+          @logger.error(
+            format(
+              "supervisor: process %d died (%s) after %.1f s; " \
+              "replacing it in %.1f s",
+              pid, reason(status), lived, delay
+            )
+          )
           @restarts[child.slot] = now + delay
         end
       end
 
       def next_delay(slot, lived)
-        (lived >= STEADY) ? 0.0 : (@delays[slot] * 2).clamp(FIRST_DELAY, MAX_DELAY)
+        (lived >= STEADY) ?
+          0.0 :
+          (@delays[slot] * 2).clamp(FIRST_DELAY, MAX_DELAY)
       end
 
       def reason(status)
@@ -239,7 +268,9 @@ module Jiggler
       def kill_late
         return unless @stop_deadline && now > @stop_deadline && @children.any?
         pids = @children.keys.join(", ")
-        @logger.error("supervisor: processes #{pids} did not stop in time; killing them")
+        @logger.error(
+          "supervisor: processes #{pids} did not stop in time; killing them"
+        )
         forward("KILL")
         @failed = true
         @stop_deadline = now + 1
@@ -250,8 +281,12 @@ module Jiggler
         seed = {name: Identity.new_name, started_at: Time.now.to_i}
         @store&.close # not shared with the child; opened again when next needed
         pid = fork { run_child(seed) }
-        @children[pid] = Child.new(slot, now, Identity.new(@config, **seed, pid: pid).id)
-        @logger.info("supervisor: process #{pid} started (#{slot + 1} of #{@count})")
+        @children[pid] = Child.new(
+          slot, now, Identity.new(@config, **seed, pid: pid).id
+        )
+        @logger.info(
+          "supervisor: process #{pid} started (#{slot + 1} of #{@count})"
+        )
       rescue SystemCallError => error
         @logger.error("supervisor: could not fork: #{error.message}; " \
           "trying again in #{MAX_DELAY} s")
@@ -291,7 +326,9 @@ module Jiggler
         logger = @logger
         thread = Thread.new do
           lifeline.read(1)
-          logger.error("server process #{Process.pid}: the supervisor is gone; stopping")
+          logger.error(
+            "server process #{Process.pid}: the supervisor is gone; stopping"
+          )
           Process.kill("TERM", Process.pid)
         end
         thread.name = "jiggler.lifeline"

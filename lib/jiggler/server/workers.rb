@@ -39,9 +39,9 @@ module Jiggler
 
       # Starts the worker fibers.
       # @parameter parent [Async::Task]
-      # @parameter reporter [#done, #isolate, #moved] told of every finished job as `done(fetched, failure_or_nil)`, of a
-      #   suspect the processor would not run beside other jobs as `isolate(fetched)`, and of a job that left flight to
-      #   wait for its limit (not to be acknowledged) as `moved(fetched)`.
+      # @parameter reporter [#done, #isolate, #moved] told of every finished job as `done(fetched, failure_or_nil)`, of
+      #   a suspect the processor would not run beside other jobs as `isolate(fetched)`, and of a job that left flight
+      #   to wait for its limit (not to be acknowledged) as `moved(fetched)`.
       def start(parent:, reporter:)
         @reporter = reporter
         @tasks = Array.new(@concurrency) do |index|
@@ -73,7 +73,11 @@ module Jiggler
           # Read from another thread, a worker may move on between the two reads; a job still in its slot after
           # them started at `run_at` (each Fetched is run once, and its start is written before it).
           next unless job && @slots[index].equal?(job)
-          jobs[job.handle.to_s] = {"queue" => job.queue, "payload" => job.payload, "run_at" => run_at}
+          jobs[job.handle.to_s] = {
+            "queue" => job.queue,
+            "payload" => job.payload,
+            "run_at" => run_at
+          }
         end
       end
 
@@ -127,13 +131,16 @@ module Jiggler
       end
 
       def work(job, index)
-        started = @started[index] = Process.clock_gettime(Process::CLOCK_REALTIME)
+        started = @started[index] =
+          Process.clock_gettime(Process::CLOCK_REALTIME)
         @slots[index] = job
         @busy += 1
         outcome = process(job)
         @slots[index] = nil
         @busy -= 1
-        @mean_run += (Process.clock_gettime(Process::CLOCK_REALTIME) - started - @mean_run) * RUN_WEIGHT
+        @mean_run += (
+          Process.clock_gettime(Process::CLOCK_REALTIME) - started - @mean_run
+        ) * RUN_WEIGHT
         report(job, outcome)
       end
 
@@ -148,7 +155,8 @@ module Jiggler
 
       def process(job)
         @processor.call(job)
-      rescue => error # a fault in jiggler itself: the job goes to the dead set with it, rather than stay in flight
+      # a fault in jiggler itself: the job goes to the dead set with it, rather than stay in flight
+      rescue => error
         Failure.malformed(job, error, Time.now.to_f)
       end
     end

@@ -23,23 +23,32 @@ Puma::Plugin.create do
   # Puma 7 names the hooks after_booted, after_stopped and before_restart; Puma 6, on_booted, on_stopped, on_restart.
   def hook(name, former_name, &block)
     events = @launcher.events
-    events.respond_to?(name) ? events.public_send(name, &block) : events.public_send(former_name, &block)
+    events.respond_to?(name) ?
+      events.public_send(name, &block) :
+      events.public_send(former_name, &block)
   end
 
   def start_server
     return if @sidecar
-    @sidecar = Jiggler::Sidecar.new(command: Jiggler::Sidecar.command(Dir.pwd), log: method(:log),
-      on_give_up: -> { @launcher.stop }).start
+    @sidecar = Jiggler::Sidecar.new(
+      command: Jiggler::Sidecar.command(Dir.pwd),
+      log: method(:log),
+      on_give_up: -> { @launcher.stop }
+    ).start
   end
 
   def stop_server
     sidecar = @sidecar
     @sidecar = nil
-    sidecar&.stop(Jiggler::Sidecar.stop_timeout(@launcher.options[:environment]))
+    sidecar&.stop(
+      Jiggler::Sidecar.stop_timeout(@launcher.options[:environment])
+    )
   end
 
   def log(message)
-    writer = @launcher.respond_to?(:log_writer) ? @launcher.log_writer : @launcher.events
+    writer = @launcher.respond_to?(:log_writer) ?
+      @launcher.log_writer :
+      @launcher.events
     writer.log("* jiggler: #{message}")
   end
 end

@@ -9,7 +9,8 @@ describe "batch jobs and results on SQLite" do
 
   def use_store
     @path = File.join(@dir, "jobs.sqlite3")
-    Jiggler.client = Jiggler::Client.new(Jiggler::Store::SQLite.new(path: @path))
+    Jiggler.client =
+      Jiggler::Client.new(Jiggler::Store::SQLite.new(path: @path))
   end
 
   # A nil value unsets REDIS_URL in Process.spawn.

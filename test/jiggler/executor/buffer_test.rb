@@ -3,9 +3,17 @@
 require "test_helper"
 
 describe Jiggler::Executor::Buffer do
-  def build(capacity: 10, limit: 3, interval: 60) = Jiggler::Executor::Buffer.new(capacity: capacity, limit: limit, interval: interval)
+  def build(capacity: 10, limit: 3, interval: 60)
+    Jiggler::Executor::Buffer.new(
+      capacity: capacity, limit: limit, interval: interval
+    )
+  end
 
-  def push_all(buffer, items) = items.map { |item| Jiggler::Executor::Future.new.tap { |future| buffer.push(item, future) } }
+  def push_all(buffer, items)
+    items.map do |item|
+      Jiggler::Executor::Future.new.tap { |future| buffer.push(item, future) }
+    end
+  end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -27,7 +35,10 @@ describe Jiggler::Executor::Buffer do
   end
 
   it "hands out each item at once with an interval of 0, or a limit of 1" do
-    [[build(interval: 0), [1, 2]], [build(limit: 1), [1]]].each do |buffer, expected|
+    [
+      [build(interval: 0), [1, 2]],
+      [build(limit: 1), [1]]
+    ].each do |buffer, expected|
       push_all(buffer, [1, 2])
       taker = Thread.new { buffer.take.first }
       assert taker.join(5), "take waited for the interval"

@@ -36,7 +36,9 @@ describe Jiggler::Executor::Future do
     waiting = Thread::Queue.new
     waiters = Array.new(3) { Thread.new { waiting << true && shared.get } }
     3.times { waiting.pop }
-    wait_for(timeout: 5, message: "the waiters to sleep") { waiters.all? { |thread| thread.status == "sleep" } }
+    wait_for(timeout: 5, message: "the waiters to sleep") do
+      waiters.all? { |thread| thread.status == "sleep" }
+    end
     shared.resolve(:done)
 
     assert_equal [:done] * 3, waiters.map(&:value)

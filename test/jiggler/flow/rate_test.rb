@@ -11,7 +11,13 @@ require_relative "../../fixtures/flow_jobs"
 StoreTarget.describe_each("rate limits") do
   include FlowServers
 
-  def performed = File.exist?(@record) ? File.readlines(@record).map { |line| line.split.first } : []
+  def performed
+    if File.exist?(@record)
+      File.readlines(@record).map { |line| line.split.first }
+    else
+      []
+    end
+  end
 
   it "starts at most 50 jobs a second" do
     env = target_env
@@ -28,12 +34,20 @@ StoreTarget.describe_each("rate limits") do
     granted.merge!(target.rate_starts(target_store))
     times = granted.values.sort
     assert_equal 500, granted.size, "one granted start a job"
-    assert_operator times.map(&:floor).tally.values.max, :<=, 50, "a calendar second over the budget"
-    busiest = times.each_index.map { |index| times[index...].take_while { |later| later < times[index] + 1 } }.max_by(&:size)
-    assert_operator busiest.size, :<=, 50, format("a sliding second over the budget: from %.6f to %.6f", busiest.first, busiest.last)
-    assert_in_delta 9.5, times.last - times.first, 1.5, "500 starts at 50 a second"
+    assert_operator times.map(&:floor).tally.values.max, :<=, 50,
+      "a calendar second over the budget"
+    busiest = times.each_index.map do |index|
+      times[index...].take_while { |later| later < times[index] + 1 }
+    end.max_by(&:size)
+    assert_operator busiest.size, :<=, 50, format(
+      "a sliding second over the budget: from %.6f to %.6f",
+      busiest.first, busiest.last
+    )
+    assert_in_delta 9.5, times.last - times.first, 1.5,
+      "500 starts at 50 a second"
     sleep 0.5 # a job started twice would show here
-    assert_equal (0...500).map { |n| "rate:#{n}" }, performed.sort_by { |name| name[/\d+/].to_i }, "each job started once"
+    assert_equal (0...500).map { |n| "rate:#{n}" },
+      performed.sort_by { |name| name[/\d+/].to_i }, "each job started once"
   ensure
     target&.close
   end

@@ -22,11 +22,18 @@ StoreTarget.describe_each("recurring tasks") do
     YAML
   end
 
-  def start = start_flow(target_env.merge("FLOW_RECURRING_FILE" => @recurring_file), wait: false)
+  def start
+    start_flow(
+      target_env.merge("FLOW_RECURRING_FILE" => @recurring_file),
+      wait: false
+    )
+  end
 
   def wait_started(servers)
     servers.each do |server|
-      wait_for(timeout: 20, message: "server #{server.pid} to start") { server.log.include?("started:") || !server.running? }
+      wait_for(timeout: 20, message: "server #{server.pid} to start") do
+        server.log.include?("started:") || !server.running?
+      end
       assert server.running?, "the server did not start:\n#{server.log}"
     end
   end
@@ -42,21 +49,39 @@ StoreTarget.describe_each("recurring tasks") do
     sleep(seconds / 2.0)
     last = Time.now.to_f.floor
     servers.each(&:kill)
-    ticks = target_store.queue_entries("ticks", limit: 1_000).map { |payload| Jiggler::Payload.load(payload)["recurring"]["tick"] }.sort
+    ticks = target_store.queue_entries("ticks", limit: 1_000)
+      .map { |payload| Jiggler::Payload.load(payload)["recurring"]["tick"] }
+      .sort
     assert_equal ticks.uniq, ticks, "a tick was enqueued twice"
     assert_equal (ticks.first..ticks.last).to_a, ticks, "a tick was skipped"
     assert_operator ticks.first, :<=, first
     assert_operator ticks.last, :>=, last
-    job = Jiggler::Payload.load(target_store.queue_entries("ticks", limit: 1).first)
+    job = Jiggler::Payload.load(
+      target_store.queue_entries("ticks", limit: 1).first
+    )
     assert_equal [1, {"b" => 2}], job["args"]
-    assert_includes target_store.history(job["jid"]).map { |_, event| event["type"] }, "recurring" if target_name == "sqlite"
+    if target_name == "sqlite"
+      assert_includes(
+        target_store.history(job["jid"]).map { |_, event| event["type"] },
+        "recurring"
+      )
+    end
   end
 
-  it "stops the boot with the file, the task's name and the reason for a bad schedule" do
-    File.write(@recurring_file, "nightly:\n  class: TickJob\n  schedule: every blue moon\n")
+  it "stops the boot with the file, the task's name " \
+    "and the reason for a bad schedule" do
+    File.write(
+      @recurring_file,
+      "nightly:\n  class: TickJob\n  schedule: every blue moon\n"
+    )
     server = start
     assert_equal 1, server.wait(timeout: 20)
     assert_equal 1, server.log.lines.size, server.log
-    assert_match(/\Ajiggler: #{Regexp.escape(@recurring_file)}: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/, server.log)
+    assert_match(
+      /\Ajiggler: #{
+        Regexp.escape(@recurring_file)
+      }: recurring task "nightly" has schedule "every blue moon", which is neither a cron line/,
+      server.log
+    )
   end
 end

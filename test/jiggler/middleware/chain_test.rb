@@ -43,7 +43,8 @@ describe Jiggler::Middleware::Chain do
     refute chain.empty?
   end
 
-  it "runs middleware in the order added, around the block, with constructor arguments" do
+  it "runs middleware in the order added, around the block, " \
+    "with constructor arguments" do
     chain.add(ChainTest::First, log)
     chain.add(ChainTest::Second, log, "two", level: 2)
     run_chain(:job, "queue")
@@ -54,15 +55,18 @@ describe Jiggler::Middleware::Chain do
     chain.add(ChainTest::Second, log)
     chain.prepend(ChainTest::First, log)
     chain.insert_after(ChainTest::Second, ChainTest::Third, log)
-    assert_equal [ChainTest::First, ChainTest::Second, ChainTest::Third], chain.classes
+    assert_equal [ChainTest::First, ChainTest::Second, ChainTest::Third],
+      chain.classes
     chain.insert_before(ChainTest::First, ChainTest::Third, log)
-    assert_equal [ChainTest::Third, ChainTest::First, ChainTest::Second], chain.classes
+    assert_equal [ChainTest::Third, ChainTest::First, ChainTest::Second],
+      chain.classes
     chain.remove(ChainTest::First)
     assert_equal [ChainTest::Third, ChainTest::Second], chain.classes
     refute chain.exists?(ChainTest::First)
   end
 
-  it "keeps one entry per class: adding again moves it with its new arguments" do
+  it "keeps one entry per class: " \
+    "adding again moves it with its new arguments" do
     chain.add(ChainTest::First, log, "old")
     chain.add(ChainTest::Second, log)
     chain.add(ChainTest::First, log, "new")

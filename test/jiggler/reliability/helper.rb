@@ -30,7 +30,10 @@ module ReliabilityHelper
 
   def teardown
     unless passed?
-      @servers.each { |server| warn("--- server #{server.pid} (#{server.running? ? "running" : "exited"}) log:\n#{server.log}") }
+      @servers.each do |server|
+        warn("--- server #{server.pid} " \
+          "(#{server.running? ? "running" : "exited"}) log:\n#{server.log}")
+      end
       warn("--- record:\n#{File.read(@record)}") if File.exist?(@record)
     end
     @servers.each(&:kill) # before their Redis goes away
@@ -48,18 +51,29 @@ module ReliabilityHelper
   # Starts `exe/jiggler -r test/fixtures/reliability_jobs.rb` with flags, on the test's store.
   # @parameter redis_url [String | Nil] a Redis of the test's own to work on.
   # @parameter recovery_timeout [Numeric | Nil] config[:recovery_timeout] of the server.
-  def start_reliable(*flags, env: {}, redis_url: nil, recovery_timeout: nil, wait: true)
-    env = @target.server_env.merge("JIGGLER_TEST_RECORD_FILE" => @record).merge(env)
-    env["JIGGLER_TEST_RECOVERY_TIMEOUT"] = recovery_timeout.to_s if recovery_timeout
+  def start_reliable(
+    *flags, env: {}, redis_url: nil, recovery_timeout: nil, wait: true
+  )
+    env = @target.server_env
+      .merge("JIGGLER_TEST_RECORD_FILE" => @record)
+      .merge(env)
+    if recovery_timeout
+      env["JIGGLER_TEST_RECOVERY_TIMEOUT"] = recovery_timeout.to_s
+    end
     env["REDIS_URL"] = redis_url if redis_url
-    server = ServerProcess.new("-r", FIXTURE, *flags, namespace: @namespace, env: env).start
+    server = ServerProcess.new(
+      "-r", FIXTURE, *flags, namespace: @namespace, env: env
+    ).start
     @servers << server
     wait_until_started(server) if wait
     server
   end
 
   def wait_until_started(server, timeout: 15)
-    wait_for(timeout: timeout, message: "server #{server.pid} to start\n#{server.log}") do
+    wait_for(
+      timeout: timeout,
+      message: "server #{server.pid} to start\n#{server.log}"
+    ) do
       server.log.include?("started:") || !server.running?
     end
     assert server.running?, "the server did not start:\n#{server.log}"
@@ -80,7 +94,9 @@ module ReliabilityHelper
   # Registers `process` with a registration that expires at once: to the reapers, a process that died.
   def register_dead(process)
     store.beat(process, "{}", 0.001)
-    wait_for(message: "#{process}'s registration to expire") { store.dead_processes.include?(process) }
+    wait_for(message: "#{process}'s registration to expire") do
+      store.dead_processes.include?(process)
+    end
   end
 
   # A redis-server of this test's own (with an append-only file, so that it can be restarted with its data), and the
@@ -104,7 +120,8 @@ module ReliabilityHelper
   # Calls per command since the last CONFIG RESETSTAT, from INFO commandstats.
   # @returns [Hash(String, Integer)] e.g. {"evalsha" => 12, "zrange" => 3}
   def command_calls(client)
-    client.call("INFO", "commandstats").lines.each_with_object({}) do |line, calls|
+    client.call("INFO", "commandstats").lines
+      .each_with_object({}) do |line, calls|
       name, count = line.match(/\Acmdstat_([^:]+):calls=(\d+)/)&.captures
       calls[name] = count.to_i if name
     end
@@ -114,16 +131,23 @@ module ReliabilityHelper
   def refute_keyspace_walk(client)
     calls = command_calls(client)
     walks = calls.slice("scan", "keys", "randomkey", "flushdb", "flushall")
-    assert_empty walks, "no command may walk or flush the keyspace; commands run: #{calls.inspect}"
+    assert_empty walks,
+      "no command may walk or flush the keyspace; " \
+        "commands run: #{calls.inspect}"
   end
 
   # Parsed payloads of the retry or dead set.
-  def set_jobs(set) = store.set_entries(set, limit: 100_000).map { |payload, _score| JSON.parse(payload) }
+  def set_jobs(set)
+    store.set_entries(set, limit: 100_000)
+      .map { |payload, _score| JSON.parse(payload) }
+  end
 
   # The record's lines as [value, pid, epoch seconds].
   def records
     return [] unless File.exist?(@record)
-    File.readlines(@record).map { |line| line.split.then { |value, pid, at| [value, pid.to_i, at.to_f] } }
+    File.readlines(@record).map do |line|
+      line.split.then { |value, pid, at| [value, pid.to_i, at.to_f] }
+    end
   end
 
   # The values the jobs recorded, in order.
@@ -133,7 +157,9 @@ module ReliabilityHelper
   def recorded_count(entry) = recorded.count(entry)
 
   # The pids that recorded this entry, in order.
-  def recorded_by(entry) = records.filter_map { |value, pid, _| pid if value == entry }
+  def recorded_by(entry)
+    records.filter_map { |value, pid, _| pid if value == entry }
+  end
 
   # The types of a job's history events (SQLite keeps each job's history).
   def history_types(jid) = store.history(jid).map { |_, event| event["type"] }

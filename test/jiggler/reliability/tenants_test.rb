@@ -35,7 +35,8 @@ describe "other tenants of the Redis database" do
 
   before do
     @own = start_own_redis(appendonly: false)
-    @admin = RedisClient.new(url: @own.url, read_timeout: 10) # loading 100k keys takes a second or so
+    # loading 100k keys takes a second or so
+    @admin = RedisClient.new(url: @own.url, read_timeout: 10)
     # The default namespace, where the lookalikes are closest to jiggler's own keys.
     @namespace = "jiggler"
     Jiggler.configure { |config| config[:namespace] = @namespace }
@@ -48,7 +49,12 @@ describe "other tenants of the Redis database" do
   end
 
   def job_payload(value)
-    JSON.generate({"jid" => SecureRandom.hex(12), "name" => "Reliability::RecordJob", "args" => [value], "queue" => "default"})
+    JSON.generate({
+      "jid" => SecureRandom.hex(12),
+      "name" => "Reliability::RecordJob",
+      "args" => [value],
+      "queue" => "default"
+    })
   end
 
   # 100k keys of several types, written by one Lua script (a second or so), then the lookalikes.
@@ -66,8 +72,13 @@ describe "other tenants of the Redis database" do
       case type
       when :list then @admin.call("RPUSH", key, job_payload(value))
       when :string then @admin.call("SET", key, value)
-      when :hash then @admin.call("HSET", key, value, job_payload("intruder-hash"))
-      when :zset then @admin.call("ZADD", key, Time.now.to_f - 60, value.start_with?("retry", "dead") ? job_payload(value) : value)
+      when :hash
+        @admin.call("HSET", key, value, job_payload("intruder-hash"))
+      when :zset
+        @admin.call(
+          "ZADD", key, Time.now.to_f - 60,
+          value.start_with?("retry", "dead") ? job_payload(value) : value
+        )
       when :set then @admin.call("SADD", key, value)
       end
     end
@@ -75,7 +86,11 @@ describe "other tenants of the Redis database" do
   end
 
   # Every lookalike's serialized value and TTL.
-  def lookalike_snapshot = TenantsTest::LOOKALIKES.keys.to_h { |key| [key, [@admin.call("DUMP", key), @admin.call("PTTL", key) > 0]] }
+  def lookalike_snapshot
+    TenantsTest::LOOKALIKES.keys.to_h do |key|
+      [key, [@admin.call("DUMP", key), @admin.call("PTTL", key) > 0]]
+    end
+  end
 
   # What the client side does for an application: enqueue in all forms, read the summary, clean up.
   # @returns [Hash(String, Integer)] calls per command.
@@ -90,16 +105,22 @@ describe "other tenants of the Redis database" do
     command_calls(@admin).except("info", "config")
   end
 
-  it "issues the same bounded commands for enqueue, summary and cleaner with 100k unrelated keys" do
-    client_workload # once first, so that connections are open and scripts loaded before counting
+  it "issues the same bounded commands for enqueue, summary and cleaner " \
+    "with 100k unrelated keys" do
+    # once first, so that connections are open and scripts loaded before counting
+    client_workload
     empty = client_workload
     load_tenant_data
     started = now
     crowded = client_workload
     took = now - started
-    puts format("\nclient workload (enqueue x3, summary, prune_queue, prune_all): %d commands, %.3f s with %d tenant keys",
-      crowded.values.sum, took, TenantsTest::TENANT_KEYS)
-    assert_equal empty, crowded, "the same commands, whatever else the database holds"
+    puts format(
+      "\nclient workload (enqueue x3, summary, prune_queue, prune_all): " \
+        "%d commands, %.3f s with %d tenant keys",
+      crowded.values.sum, took, TenantsTest::TENANT_KEYS
+    )
+    assert_equal empty, crowded,
+      "the same commands, whatever else the database holds"
     # A budget, not a count: each store role the summary reads or prune_all clears adds a command or two (metrics,
     # process signals, limits and recurring tasks came to 41; prune_all reading the indexes of locks and limit keys to
     # clear them, to 47; clears that release the unique locks of the jobs they remove, one script per queue and set,
@@ -108,7 +129,8 @@ describe "other tenants of the Redis database" do
     refute_keyspace_walk(@admin)
   end
 
-  it "leaves the application's keys untouched while working and after prune_all, and never walks the keyspace" do
+  it "leaves the application's keys untouched while working " \
+    "and after prune_all, and never walks the keyspace" do
     load_tenant_data
     before = lookalike_snapshot
     tenant_size = @admin.call("DBSIZE")
@@ -117,22 +139,33 @@ describe "other tenants of the Redis database" do
     values = (1..200).map { |n| "job-#{n}" }
     Reliability::RecordJob.enqueue_bulk(values.zip)
     Reliability::RecordJob.enqueue_in(0.5, "scheduled")
-    Reliability::MixedJob.with_options(retries: 1).enqueue_bulk([[true, 0], [true, 0]])
+    Reliability::MixedJob.with_options(retries: 1)
+      .enqueue_bulk([[true, 0], [true, 0]])
     server = start_reliable("-c", "5", redis_url: @own.url)
-    wait_for(message: "every job to run") { values.all? { |value| recorded_count("run:#{value}") == 1 } }
-    wait_for(timeout: 5, message: "the scheduled job") { recorded_count("run:scheduled") == 1 }
-    wait_for(message: "the failing jobs in the retry set") { Jiggler.summary["retry_jobs_count"] == 2 }
+    wait_for(message: "every job to run") do
+      values.all? { |value| recorded_count("run:#{value}") == 1 }
+    end
+    wait_for(timeout: 5, message: "the scheduled job") do
+      recorded_count("run:scheduled") == 1
+    end
+    wait_for(message: "the failing jobs in the retry set") do
+      Jiggler.summary["retry_jobs_count"] == 2
+    end
     summary = Jiggler.summary
-    assert_equal({}, summary["queues"], "the application's lists are not jiggler queues")
+    assert_equal(
+      {}, summary["queues"], "the application's lists are not jiggler queues"
+    )
     assert_equal [server_id(server)], summary["processes"].keys
-    assert_empty recorded.grep(/intruder/), "no application data was run as a job"
+    assert_empty recorded.grep(/intruder/),
+      "no application data was run as a job"
 
     assert_equal before, lookalike_snapshot, "after a run"
     server.signal(:TERM)
     assert_equal 0, server.wait(timeout: 10)
     Jiggler.config.cleaner.prune_all
     assert_equal before, lookalike_snapshot, "after prune_all"
-    assert_equal tenant_size, @admin.call("DBSIZE"), "prune_all removes jiggler's keys and only them"
+    assert_equal tenant_size, @admin.call("DBSIZE"),
+      "prune_all removes jiggler's keys and only them"
     refute_keyspace_walk(@admin)
   end
 end

@@ -9,13 +9,19 @@ StoreTarget.describe_each("a deeply nested payload") do
   include ReliabilityHelper
 
   def poison(depth = 3_500)
-    %({"jid":"#{SecureRandom.hex(12)}","name":"Reliability::RecordJob","args":[#{"[" * depth}1#{"]" * depth}],"queue":"default"})
+    %({"jid":"#{SecureRandom.hex(12)}","name":"Reliability::RecordJob","args":[#{
+      "[" * depth
+    }1#{"]" * depth}],"queue":"default"})
   end
 
-  def ran(count) = (1..count).all? { |value| recorded_count("run:#{value}") == 1 }
+  def ran(count)
+    (1..count).all? { |value| recorded_count("run:#{value}") == 1 }
+  end
 
   def assert_dead_as_unreadable(payload)
-    wait_for(message: "the deep payload in the dead set") { set_jobs(:dead).size == 1 }
+    wait_for(message: "the deep payload in the dead set") do
+      set_jobs(:dead).size == 1
+    end
     job = set_jobs(:dead).first
     assert_equal "Jiggler::Payload::MalformedError", job["error_class"]
     assert_match(/nests deeper than 100 levels/, job["error_message"])
@@ -30,17 +36,22 @@ StoreTarget.describe_each("a deeply nested payload") do
     wait_for(message: "30 ordinary jobs") { ran(30) }
     assert_dead_as_unreadable(payload)
     assert server.running?, server.log
-    assert_match(/dead: unreadable job in queue default: payload nests deeper/, server.log)
+    assert_match(
+      /dead: unreadable job in queue default: payload nests deeper/,
+      server.log
+    )
   end
 
   # The deep job goes in flight for a live server that works another queue (as if it had fetched the job); the test
   # then kills that server with kill -9, and a new server's reaper finds the job and must survive it.
-  it "is sent to the dead set by the reaper of the next server after a kill -9" do
+  it "is sent to the dead set by the reaper of the next server " \
+    "after a kill -9" do
     first = start_reliable("-c", "1", "-q", "other", recovery_timeout: 1)
     payload = poison
     store.push("default", [payload])
     hold(server_id(first), "default", 1)
-    assert_equal [payload], held_by(first), "the deep job is in flight for the first server"
+    assert_equal [payload], held_by(first),
+      "the deep job is in flight for the first server"
     first.signal("KILL")
     first.wait
     second = start_reliable("-c", "2", recovery_timeout: 1)

@@ -43,13 +43,33 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
   # fetches by hand, and `fetcher.stop` sends what the fetcher would acknowledge.
   def pipeline(task, reliable: true, metrics: nil)
     store = Jiggler.store
-    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: reliable, store: -> { store })
-    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: logger, results: store, gate: gate, metrics: metrics)
+    gate = Jiggler::Server::Gate.new(
+      process: GateTest::PROCESS,
+      reliable: reliable,
+      store: -> { store }
+    )
+    processor = Jiggler::Server::Processor.new(
+      config: Jiggler.config,
+      logger: logger,
+      results: store,
+      gate: gate,
+      metrics: metrics
+    )
     workers = Jiggler::Server::Workers.new(concurrency: 1, processor: processor)
     fetch_store = build_store
-    suspects = Jiggler::Server::Suspects.new(store: fetch_store, process: GateTest::PROCESS, reliable: reliable)
-    fetcher = Jiggler::Server::Fetcher.new(store: fetch_store, process: GateTest::PROCESS, config: Jiggler.config,
-      workers: workers, suspects: suspects, logger: logger)
+    suspects = Jiggler::Server::Suspects.new(
+      store: fetch_store,
+      process: GateTest::PROCESS,
+      reliable: reliable
+    )
+    fetcher = Jiggler::Server::Fetcher.new(
+      store: fetch_store,
+      process: GateTest::PROCESS,
+      config: Jiggler.config,
+      workers: workers,
+      suspects: suspects,
+      logger: logger
+    )
     workers.start(parent: task, reporter: fetcher)
     [fetcher, workers]
   end
@@ -57,12 +77,29 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
   # Another job holds the key's one slot.
   def hold_slot
     elsewhere = Jiggler::Store::Fetched.new("0|default", "default", "{}")
-    assert Jiggler.store.acquire_slot("elsewhere", elsewhere, key: GateTest::KEY, limit: 1, jid: "holder", ttl: 60, reliable: true)
+    assert Jiggler.store.acquire_slot(
+      "elsewhere",
+      elsewhere,
+      key: GateTest::KEY,
+      limit: 1,
+      jid: "holder",
+      ttl: 60,
+      reliable: true
+    )
   end
 
-  def free_slot = Jiggler.store.release_slot(GateTest::KEY, "holder", limit: 1, ttl: 60)
+  def free_slot
+    Jiggler.store.release_slot(GateTest::KEY, "holder", limit: 1, ttl: 60)
+  end
 
-  def fetch(reliable: true) = Jiggler.store.fetch(GateTest::PROCESS, ["default"], limit: 1, reliable: reliable)
+  def fetch(reliable: true)
+    Jiggler.store.fetch(
+      GateTest::PROCESS,
+      ["default"],
+      limit: 1,
+      reliable: reliable
+    )
+  end
 
   def work(workers, jobs)
     workers.assign(jobs)
@@ -74,33 +111,56 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
     store = Jiggler.store
     case target_name
     when "sqlite"
-      store.with { |db| db.get_first_value("SELECT expires_at FROM limit_slots WHERE key = ? AND jid = ?", [key, jid]) }
+      store.with do |db|
+        db.get_first_value(
+          "SELECT expires_at FROM limit_slots WHERE key = ? AND jid = ?",
+          [key, jid]
+        )
+      end
     when "postgres"
-      sql = "SELECT expires_at FROM #{PG::Connection.quote_ident(@namespace)}.limit_slots WHERE key = $1 AND jid = $2"
+      sql = "SELECT expires_at FROM " \
+        "#{PG::Connection.quote_ident(@namespace)}.limit_slots " \
+        "WHERE key = $1 AND jid = $2"
       store.with { |db| db.exec_params(sql, [key, jid]).values.dig(0, 0) }&.to_f
     else
-      store.with { |redis| redis.call("ZSCORE", store.keys.limit("slots", key), jid) }&.to_f
+      store.with do |redis|
+        redis.call("ZSCORE", store.keys.limit("slots", key), jid)
+      end&.to_f
     end
   end
 
-  it "reads a raw payload's ttl of 1e400 as a year and its limit of 0 as 1: its slot expires, the job runs" do
-    {"forever" => %("limit":1,"ttl":1e400), "none" => %("limit":0,"ttl":60)}.each do |key, setting|
-      Jiggler.store.push("default", [%({"jid":"#{key}","name":"X","args":[],"limits":{"concurrency":{"key":"#{key}",#{setting}}}})])
+  it "reads a raw payload's ttl of 1e400 as a year and its limit of 0 as 1: " \
+    "its slot expires, the job runs" do
+    {
+      "forever" => %("limit":1,"ttl":1e400),
+      "none" => %("limit":0,"ttl":60)
+    }.each do |key, setting|
+      Jiggler.store.push("default", [
+        %({"jid":"#{key}","name":"X","args":[],"limits":{"concurrency":{"key":"#{key}",#{setting}}}})
+      ])
     end
-    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: true, store: -> { Jiggler.store })
+    gate = Jiggler::Server::Gate.new(
+      process: GateTest::PROCESS,
+      reliable: true,
+      store: -> { Jiggler.store }
+    )
     in_reactor do
       %w[forever none].each do |key|
         fetched = fetch.first
         job = Jiggler::Payload.load(fetched.payload)
         assert gate.enter(fetched, job, job["limits"]), "#{key}: the job runs"
-        assert_operator slot_expiry(key, key), :<=, Time.now.to_f + 366 * 86_400, key
+        assert_operator slot_expiry(key, key),
+          :<=,
+          Time.now.to_f + 366 * 86_400,
+          key
         gate.leave(job)
         assert_nil slot_expiry(key, key)
       end
     end
   end
 
-  it "never acknowledges a job it moved to wait for its slot, so the next delivery of that job stays in flight" do
+  it "never acknowledges a job it moved to wait for its slot, " \
+    "so the next delivery of that job stays in flight" do
     in_reactor do |task|
       fetcher, workers = pipeline(task)
       hold_slot
@@ -110,30 +170,64 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       free_slot
       again = fetch
       assert_equal 1, again.size, "the job is back once its slot freed"
-      fetcher.stop(1) # sends the acknowledgements it holds
-      assert_equal again.map(&:handle), Jiggler.store.in_flight(GateTest::PROCESS).map(&:handle), "the new delivery was acknowledged"
+      # sends the acknowledgements it holds
+      fetcher.stop(1)
+      assert_equal again.map(&:handle),
+        Jiggler.store.in_flight(GateTest::PROCESS).map(&:handle),
+        "the new delivery was acknowledged"
       assert_equal 0, Jiggler.store.counts[:processed]
     end
   end
 
-  it "ends a job cancelled before it reaches its limit as cancelled, without its waiting for a slot" do
+  it "ends a job cancelled before it reaches its limit as cancelled, " \
+    "without its waiting for a slot" do
     executions = Jiggler::Server::Executions.new(logger: logger)
-    executions.requested([Jiggler::Store::CancelRequest.new(jid: "c" * 24, by: "ops", at: Time.now.to_f)])
-    gate = Jiggler::Server::Gate.new(process: GateTest::PROCESS, reliable: true, store: -> { Jiggler.store })
-    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: logger, results: Jiggler.store, gate: gate, executions: executions)
+    executions.requested([
+      Jiggler::Store::CancelRequest.new(
+        jid: "c" * 24,
+        by: "ops",
+        at: Time.now.to_f
+      )
+    ])
+    gate = Jiggler::Server::Gate.new(
+      process: GateTest::PROCESS,
+      reliable: true,
+      store: -> { Jiggler.store }
+    )
+    processor = Jiggler::Server::Processor.new(
+      config: Jiggler.config,
+      logger: logger,
+      results: Jiggler.store,
+      gate: gate,
+      executions: executions
+    )
     hold_slot
-    limits = {"concurrency" => {"key" => GateTest::KEY, "limit" => 1, "ttl" => 60}}
-    Jiggler.store.push("default", [JSON.dump("jid" => "c" * 24, "name" => GateTest::KEY, "args" => [], "limits" => limits)])
+    limits = {
+      "concurrency" => {"key" => GateTest::KEY, "limit" => 1, "ttl" => 60}
+    }
+    Jiggler.store.push("default", [
+      JSON.dump(
+        "jid" => "c" * 24,
+        "name" => GateTest::KEY,
+        "args" => [],
+        "limits" => limits
+      )
+    ])
     in_reactor do
       failed = processor.call(fetch.first)
-      assert_equal [:cancelled, "ops"], [failed.set, Jiggler::Payload.load(failed.payload).dig("cancelled", "by")]
+      assert_equal [:cancelled, "ops"],
+        [
+          failed.set,
+          Jiggler::Payload.load(failed.payload).dig("cancelled", "by")
+        ]
       assert_equal({}, Jiggler.store.waiting_counts)
     end
   ensure
     executions&.stop
   end
 
-  it "counts a job that waits for its slot neither as a run nor as processed, in at-most-once mode too" do
+  it "counts a job that waits for its slot neither as a run nor " \
+    "as processed, in at-most-once mode too" do
     metrics = Jiggler::Metrics::Recorder.new
     Jiggler.config[:mode] = :at_most_once
     in_reactor do |task|
@@ -143,12 +237,17 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       work(workers, fetch(reliable: false))
       fetcher.stop(1)
       metrics.hand_over
-      assert_equal [{}, 0], [metrics.take, Jiggler.store.counts[:processed]]
+      assert_equal [{}, 0],
+        [metrics.take, Jiggler.store.counts[:processed]]
       free_slot
       work(workers, fetch(reliable: false))
       fetcher.stop(1)
       metrics.hand_over
-      assert_equal [{GateTest::KEY => 1}, 1], [metrics.take.transform_values(&:processed), Jiggler.store.counts[:processed]]
+      assert_equal [{GateTest::KEY => 1}, 1],
+        [
+          metrics.take.transform_values(&:processed),
+          Jiggler.store.counts[:processed]
+        ]
     end
   end
 
@@ -160,10 +259,15 @@ StoreTarget.describe_each("Jiggler::Server::Gate") do
       _fetcher, workers = pipeline(task)
       first = GateTest::FailingOneAtOnceJob.enqueue
       work(workers, fetch)
-      assert_nil slot_expiry(key, first), "the failed job still holds its slot"
+      assert_nil slot_expiry(key, first),
+        "the failed job still holds its slot"
       GateTest::FailingOneAtOnceJob.enqueue
       work(workers, fetch)
-      assert_equal({}, Jiggler.store.waiting_counts, "the next job waits for the failed job's slot")
+      assert_equal(
+        {},
+        Jiggler.store.waiting_counts,
+        "the next job waits for the failed job's slot"
+      )
       assert_equal 2, logged(/retry: #{key} /).size, "both jobs ran and failed"
     end
   end

@@ -12,9 +12,14 @@ describe "the heartbeat of a server running large jobs" do
     big = "x" * 1_000_000
     jids = Array.new(3) { SlowJob.enqueue(big, 30) }
     infos = wait_for(message: "three running jobs in the heartbeat") do
-      store.processes.values.then { |all| all if all.size == 1 && JSON.parse(all.first)["current_jobs"].size == 3 }
+      store.processes.values.then do |all|
+        if all.size == 1 && JSON.parse(all.first)["current_jobs"].size == 3
+          all
+        end
+      end
     end
-    assert_operator infos.first.bytesize, :<, 3 * 2_200 + 1_000, "the heartbeat holds no whole payload"
+    assert_operator infos.first.bytesize, :<, 3 * 2_200 + 1_000,
+      "the heartbeat holds no whole payload"
     jobs = JSON.parse(infos.first)["current_jobs"].values
     assert_equal jids.sort, jobs.map { |job| job["jid"] }.sort
     jobs.each do |job|

@@ -9,7 +9,11 @@ require "fileutils"
 describe "jiggler server" do
   before { @tmp = Dir.mktmpdir("jiggler-server-test") }
   after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    unless passed?
+      @servers.each do |server|
+        warn("--- server #{server.pid} log:\n#{server.log}")
+      end
+    end
     FileUtils.rm_rf(@tmp)
   end
 
@@ -21,28 +25,44 @@ describe "jiggler server" do
   end
 
   # Payloads in the retry or dead set, parsed.
-  def set_jobs(set) = store.set_entries(set).map { |payload, _score| JSON.parse(payload) }
+  def set_jobs(set)
+    store.set_entries(set).map { |payload, _score| JSON.parse(payload) }
+  end
 
   # Makes every retry due now, as if its back-off had passed; the server's scheduler then moves it to its queue.
   def make_retries_due
     key = store.keys.retry
-    redis.call("ZRANGE", key, 0, -1).each { |member| redis.call("ZADD", key, "XX", Time.now.to_f, member) }
+    redis.call("ZRANGE", key, 0, -1).each do |member|
+      redis.call("ZADD", key, "XX", Time.now.to_f, member)
+    end
   end
 
   def raw_job(name, args, **extra)
-    JSON.generate({"jid" => SecureRandom.hex(12), "name" => name, "args" => args, "queue" => "default"}.merge(extra))
+    JSON.generate({
+      "jid" => SecureRandom.hex(12),
+      "name" => name,
+      "args" => args,
+      "queue" => "default"
+    }.merge(extra))
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  def process_keys = %w[heartbeat rss current_jobs name concurrency timeout queues poller_enabled started_at pid hostname quiet]
+  def process_keys
+    %w[
+      heartbeat rss current_jobs name concurrency timeout queues
+      poller_enabled started_at pid hostname quiet
+    ]
+  end
 
   it "runs enqueued jobs and counts them" do
     RecordJob.enqueue_bulk((1..50).zip)
     start_server
     wait_for(message: "50 jobs") { recorded.size == 50 }
     assert_equal (1..50).map(&:to_s).sort, recorded.sort
-    wait_for(message: "processed count") { Jiggler.summary["processed_count"] == 50 }
+    wait_for(message: "processed count") do
+      Jiggler.summary["processed_count"] == 50
+    end
     assert_empty Jiggler.summary["queues"]
   end
 
@@ -55,16 +75,24 @@ describe "jiggler server" do
   it "runs no more jobs at once than its concurrency" do
     SlowJob.enqueue_bulk((1..5).map { |n| [n, 0.3] })
     start_server("-c", "2")
-    wait_for(message: "5 slow jobs") { recorded.count { |entry| entry.start_with?("done:") } == 5 }
+    wait_for(message: "5 slow jobs") do
+      recorded.count { |entry| entry.start_with?("done:") } == 5
+    end
     running = 0
-    most = recorded.map { |entry| running += entry.start_with?("start:") ? 1 : -1 }.max
-    assert_equal 2, most, "at most 2 jobs should run at once, and 2 should: #{recorded.inspect}"
-    assert_equal %w[start start done], recorded.first(3).map { |entry| entry.split(":").first }
+    most = recorded
+      .map { |entry| running += entry.start_with?("start:") ? 1 : -1 }
+      .max
+    assert_equal 2, most,
+      "at most 2 jobs should run at once, and 2 should: #{recorded.inspect}"
+    assert_equal %w[start start done],
+      recorded.first(3).map { |entry| entry.split(":").first }
   end
 
   it "empties higher priority queues before lower ones" do
-    RecordJob.with_options(queue: "low").enqueue_bulk((1..5).map { |n| ["low-#{n}"] })
-    RecordJob.with_options(queue: "high").enqueue_bulk((1..5).map { |n| ["high-#{n}"] })
+    RecordJob.with_options(queue: "low")
+      .enqueue_bulk((1..5).map { |n| ["low-#{n}"] })
+    RecordJob.with_options(queue: "high")
+      .enqueue_bulk((1..5).map { |n| ["high-#{n}"] })
     # Low is named first on the command line: the priority, not the order, decides.
     start_server("-c", "1", "-q", "low,1", "-q", "high,10")
     wait_for(message: "10 jobs") { recorded.size == 10 }
@@ -72,13 +100,21 @@ describe "jiggler server" do
     assert_equal (1..5).map { |n| "low-#{n}" }, recorded.last(5)
   end
 
-  it "takes a high priority job enqueued while busy before the waiting low priority ones" do
-    SlowJob.with_options(queue: "low").enqueue_bulk([["low-1", 0.6], ["low-2", 0.1], ["low-3", 0.1]])
+  it "takes a high priority job enqueued while busy before the waiting " \
+    "low priority ones" do
+    SlowJob.with_options(queue: "low")
+      .enqueue_bulk([["low-1", 0.6], ["low-2", 0.1], ["low-3", 0.1]])
     start_server("-c", "1", "-q", "high,10", "-q", "low,1")
-    wait_for(message: "the first low job") { recorded.include?("start:low-1") }
+    wait_for(message: "the first low job") do
+      recorded.include?("start:low-1")
+    end
     RecordJob.with_options(queue: "high").enqueue("high")
     wait_for(message: "every job") { recorded.size == 7 }
-    assert_equal %w[start:low-1 done:low-1 high start:low-2 done:low-2 start:low-3 done:low-3], recorded
+    assert_equal %w[
+      start:low-1 done:low-1 high
+      start:low-2 done:low-2
+      start:low-3 done:low-3
+    ], recorded
   end
 
   it "runs a scheduled job on its own queue about when it is due" do
@@ -95,16 +131,24 @@ describe "jiggler server" do
 
   it "keeps every option of chained with_options calls" do
     start_server("-q", "other")
-    jid = FailingJob.with_options(queue: "other").with_options(retries: 0).enqueue("chained")
-    RecordJob.with_options(retries: 1).with_options(queue: "other").enqueue_in(0.5, "chained-later")
-    wait_for(message: "the job in the dead set") { Jiggler.summary["dead_jobs_count"] == 1 }
+    jid = FailingJob.with_options(queue: "other")
+      .with_options(retries: 0)
+      .enqueue("chained")
+    RecordJob.with_options(retries: 1)
+      .with_options(queue: "other")
+      .enqueue_in(0.5, "chained-later")
+    wait_for(message: "the job in the dead set") do
+      Jiggler.summary["dead_jobs_count"] == 1
+    end
     job = set_jobs(:dead).first
     assert_equal jid, job["jid"]
     assert_equal "other", job["queue"]
     assert_equal 0, job["retries"]
     assert_equal 1, job["attempt"]
     assert_equal 0, Jiggler.summary["retry_jobs_count"]
-    wait_for(timeout: 5, message: "the scheduled chained job") { recorded.include?("chained-later") }
+    wait_for(timeout: 5, message: "the scheduled chained job") do
+      recorded.include?("chained-later")
+    end
     assert_equal ["chained-later", "fail:chained"], recorded.sort
   end
 
@@ -119,10 +163,15 @@ describe "jiggler server" do
     assert_equal "failed on purpose: again", job["error_message"]
     assert_kind_of Array, job["error_backtrace"]
     assert_match(/jobs\.rb:\d+:in `perform'/, job["error_backtrace"].first)
-    assert_operator store.set_entries(:retry).first.last.to_f, :>, Time.now.to_f + 5, "a retry waits before it runs again"
+    assert_operator store.set_entries(:retry).first.last.to_f,
+      :>,
+      Time.now.to_f + 5,
+      "a retry waits before it runs again"
 
     make_retries_due
-    wait_for(message: "the second retry") { set_jobs(:retry).first&.fetch("attempt") == 2 }
+    wait_for(message: "the second retry") do
+      set_jobs(:retry).first&.fetch("attempt") == 2
+    end
     make_retries_due
     wait_for(message: "the dead job") { set_jobs(:dead).any? }
 
@@ -137,16 +186,22 @@ describe "jiggler server" do
     assert_equal 3, summary["failures_count"]
     assert_equal 0, summary["processed_count"]
     (1..3).each do |attempt|
-      assert_match(/ERROR: .*FailingJob jid=#{jid} queue=default attempt=#{attempt} ArgumentError: failed on purpose: again/, server.log)
+      assert_match(
+        /ERROR: .*FailingJob jid=#{jid} queue=default attempt=#{attempt} ArgumentError: failed on purpose: again/,
+        server.log
+      )
     end
   end
 
-  it "records bad jobs as failures with a clear error and goes on with good ones" do
+  it "records bad jobs as failures with a clear error and goes on " \
+    "with good ones" do
     server = start_server
     unknown = raw_job("NoSuchJob", [1], "retries" => 3)
     arity = raw_job("RecordJob", [], "retries" => 3)
     store.push("default", [unknown, arity, "{not json"])
-    wait_for(message: "three failures") { Jiggler.summary.values_at("retry_jobs_count", "dead_jobs_count").sum == 3 }
+    wait_for(message: "three failures") do
+      Jiggler.summary.values_at("retry_jobs_count", "dead_jobs_count").sum == 3
+    end
     failed = set_jobs(:retry) + set_jobs(:dead)
 
     no_such = failed.find { |job| job["jid"] == JSON.parse(unknown)["jid"] }
@@ -155,17 +210,26 @@ describe "jiggler server" do
     assert_match(/NoSuchJob/, no_such["error_message"])
 
     wrong_arity = failed.find { |job| job["jid"] == JSON.parse(arity)["jid"] }
-    assert wrong_arity, "the job with the wrong arguments should be in the retry or dead set"
+    assert wrong_arity,
+      "the job with the wrong arguments should be in the retry or dead set"
     assert_match(/ArityError/, wrong_arity["error_class"])
-    assert_match(/wrong number of arguments.*given 0, expected 1/, wrong_arity["error_message"])
+    assert_match(
+      /wrong number of arguments.*given 0, expected 1/,
+      wrong_arity["error_message"]
+    )
 
     malformed = set_jobs(:dead).find { |job| job["raw"] == "{not json" }
-    assert malformed, "the malformed payload should be in the dead set, kept as it was: #{failed.inspect}"
+    assert malformed,
+      "the malformed payload should be in the dead set, " \
+      "kept as it was: #{failed.inspect}"
     assert_match(/MalformedError/, malformed["error_class"])
     assert_match(/not valid JSON/, malformed["error_message"])
 
     [unknown, arity].each do |payload|
-      assert_match(/ERROR: .*#{JSON.parse(payload)["name"]} jid=#{JSON.parse(payload)["jid"]} queue=default attempt=1 /, server.log)
+      assert_match(
+        /ERROR: .*#{JSON.parse(payload)["name"]} jid=#{JSON.parse(payload)["jid"]} queue=default attempt=1 /,
+        server.log
+      )
     end
     assert_match(/ERROR: .*unreadable job in queue default/, server.log)
 
@@ -208,7 +272,8 @@ describe "jiggler server" do
       assert_equal 1, info["current_jobs"].size
       current = info["current_jobs"].values.first
       assert_equal "slow", current["queue"]
-      assert_equal ["SlowJob", jid, ["long", 30]], [current["class"], current["jid"], JSON.parse(current["args"])]
+      assert_equal ["SlowJob", jid, ["long", 30]],
+        [current["class"], current["jid"], JSON.parse(current["args"])]
     end
 
     it "counts processed jobs and failures" do

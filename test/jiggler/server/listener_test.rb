@@ -28,12 +28,24 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
 
   let(:wakes) { ListenerTest::Wakes.new }
 
-  def job = Jiggler::Payload.dump({"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [1], "queue" => "default"})
+  def job
+    Jiggler::Payload.dump({
+      "jid" => SecureRandom.hex(12),
+      "name" => "RecordJob",
+      "args" => [1],
+      "queue" => "default"
+    })
+  end
 
   # Runs a listener on `store` in a reactor until the block returns.
   def listening(store: build_store)
     in_reactor do |task|
-      listener = Jiggler::Server::Listener.new(store: store, fetcher: wakes, scheduler: wakes, logger: logger)
+      listener = Jiggler::Server::Listener.new(
+        store: store,
+        fetcher: wakes,
+        scheduler: wakes,
+        logger: logger
+      )
       listener.start(parent: task)
       yield
     ensure
@@ -41,12 +53,14 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
     end
   end
 
-  # Whether the listener subscribed (Redis, PostgreSQL); the SQLite listener reads the counters as it starts, before it yields.
+  # Whether the listener subscribed (Redis, PostgreSQL); the SQLite listener reads the counters as it starts, before it
+  # yields.
   def subscribed?
     case target_name
     when "sqlite" then true
     when "postgres" then postgres_listening?
-    else redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
+    else
+      redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake").last.positive?
     end
   end
 
@@ -54,20 +68,29 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
   def postgres_listening?
     channel = "jiggler_#{Digest::SHA256.hexdigest(@namespace)[0, 24]}"
     PG.connect(PostgresServer.instance.url) do |db|
-      db.exec_params("SELECT 1 FROM pg_stat_activity WHERE query = $1", ["LISTEN \"#{channel}\""]).ntuples.positive?
+      db.exec_params(
+        "SELECT 1 FROM pg_stat_activity WHERE query = $1",
+        ["LISTEN \"#{channel}\""]
+      ).ntuples.positive?
     end
   end
 
-  it "wakes the fetcher when a job is pushed, and the scheduler when a job is scheduled sooner than the others" do
+  it "wakes the fetcher when a job is pushed, and the scheduler when a job " \
+    "is scheduled sooner than the others" do
     listening do
       wait_for(message: "the subscription") { subscribed? }
       Jiggler.store.push("default", [job])
       wait_for(timeout: 1, message: "the fetcher woken") { wakes.pushes == 1 }
       Jiggler.store.schedule([[Time.now.to_f + 3_600, job]])
-      wait_for(timeout: 1, message: "the scheduler woken") { wakes.schedules == 1 }
-      Jiggler.store.schedule([[Time.now.to_f + 7_200, job]]) # later than the others: nobody to wake
+      wait_for(timeout: 1, message: "the scheduler woken") do
+        wakes.schedules == 1
+      end
+      # later than the others: nobody to wake
+      Jiggler.store.schedule([[Time.now.to_f + 7_200, job]])
       Jiggler.store.push("other", [job])
-      wait_for(timeout: 1, message: "the fetcher woken again") { wakes.pushes == 2 }
+      wait_for(timeout: 1, message: "the fetcher woken again") do
+        wakes.pushes == 2
+      end
       assert_equal 1, wakes.schedules
     end
   end
@@ -82,7 +105,8 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
     end
   end
 
-  it "logs a store it lost once, retries with back-off, and logs that it works again when it hears from it" do
+  it "logs a store it lost once, retries with back-off, and logs that " \
+    "it works again when it hears from it" do
     listening(store: breakable.store) do
       push_until_heard(breakable.store)
       breakable.break!
@@ -90,7 +114,10 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
       breakable.repair!
       push_until_heard(breakable.store)
       assert_equal 1, logged(/ERROR: listener:.*retrying until it works/).size
-      assert_match(/\AINFO: listener: working again after \d+\.\d s\n\z/, logged(/INFO/).join)
+      assert_match(
+        /\AINFO: listener: working again after \d+\.\d s\n\z/,
+        logged(/INFO/).join
+      )
     end
   end
 end

@@ -11,7 +11,11 @@ require "jiggler/web"
 describe "live running jobs" do
   before { @tmp = Dir.mktmpdir("jiggler-live-busy") }
   after do
-    @servers.each { |server| warn("--- server #{server.pid} log:\n#{server.log}") } unless passed?
+    unless passed?
+      @servers.each do |server|
+        warn("--- server #{server.pid} log:\n#{server.log}")
+      end
+    end
     FileUtils.rm_rf(@tmp)
   end
 
@@ -26,15 +30,24 @@ describe "live running jobs" do
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  it "shows a job within about a second of its start, in the summary and on the Busy page" do
+  it "shows a job within about a second of its start, in the summary " \
+    "and on the Busy page" do
     start_slow_beating_server
-    first = wait_for(message: "the first heartbeat") { info&.fetch("heartbeat") }
-    wait_for(message: "the second heartbeat", timeout: 8) { info["heartbeat"] != first }
+    first = wait_for(message: "the first heartbeat") do
+      info&.fetch("heartbeat")
+    end
+    wait_for(message: "the second heartbeat", timeout: 8) do
+      info["heartbeat"] != first
+    end
     jid = SlowJob.enqueue("live", 4)
     wait_for(message: "the job's start") { recorded.include?("start:live") }
     started = now
-    running = wait_for(message: "the running job in the summary", timeout: 5) { info["current_jobs"].values.first }
-    assert_operator now - started, :<, 2.0, "the job showed only at the next heartbeat"
+    running = wait_for(
+      message: "the running job in the summary",
+      timeout: 5
+    ) { info["current_jobs"].values.first }
+    assert_operator now - started, :<, 2.0,
+      "the job showed only at the next heartbeat"
     assert_equal "default", running["queue"]
     status, _, body = Jiggler::Web.new.call(Rack::MockRequest.env_for("/busy"))
     assert_equal 200, status
@@ -43,7 +56,8 @@ describe "live running jobs" do
 
   it "reports changing jobs at most about once a second" do
     start_slow_beating_server("-c", "2")
-    SlowJob.enqueue_bulk((1..120).map { |n| [n, 0.05] }) # about 3 s of changing jobs on 2 workers
+    # about 3 s of changing jobs on 2 workers
+    SlowJob.enqueue_bulk((1..120).map { |n| [n, 0.05] })
     beats = []
     deadline = now + 3
     while now < deadline
@@ -51,7 +65,8 @@ describe "live running jobs" do
       sleep 0.02
     end
     reports = beats.uniq.size
-    assert_operator reports, :>=, 2, "running jobs were not reported between heartbeats"
+    assert_operator reports, :>=, 2,
+      "running jobs were not reported between heartbeats"
     assert_operator reports, :<=, 5, "reported #{reports} times in 3 s"
   end
 end

@@ -17,10 +17,23 @@ describe Jiggler::Server::Periodic do
   include LoopTest
 
   # Starts a loop whose block notes each run's start and then does what `body` does; yields the loop and the starts.
-  def run_loop(interval:, jitter: 0.0, sooner: false, closing: nil, body: ->(_run) {})
+  def run_loop(
+    interval:,
+    jitter: 0.0,
+    sooner: false,
+    closing: nil,
+    body: ->(_run) {}
+  )
     starts = []
     in_reactor do |task|
-      periodic = Jiggler::Server::Periodic.new("test", interval: interval, jitter: jitter, sooner: sooner, closing: closing, logger: logger) do
+      periodic = Jiggler::Server::Periodic.new(
+        "test",
+        interval: interval,
+        jitter: jitter,
+        sooner: sooner,
+        closing: closing,
+        logger: logger
+      ) do
         starts << now
         body.call(starts.size)
       end
@@ -31,36 +44,57 @@ describe Jiggler::Server::Periodic do
     end
   end
 
-  def gaps(starts) = starts.each_cons(2).map { |first, second| second - first }
+  def gaps(starts)
+    starts.each_cons(2).map { |first, second| second - first }
+  end
 
-  it "runs the block every interval, start to start, however long the block takes" do
+  it "runs the block every interval, start to start, however long " \
+    "the block takes" do
     run_loop(interval: 0.03, body: ->(_run) { sleep 0.02 }) do |_, starts|
       wait_for(message: "6 runs") { starts.size >= 6 }
-      assert gaps(starts).all? { |gap| gap >= 0.029 }, "never sooner than the interval: #{gaps(starts)}"
-      assert_operator gaps(starts).sum / gaps(starts).size, :<, 0.045, "start to start, not the block's 20 ms plus 30 ms"
+      assert gaps(starts).all? { |gap| gap >= 0.029 },
+        "never sooner than the interval: #{gaps(starts)}"
+      assert_operator gaps(starts).sum / gaps(starts).size, :<, 0.045,
+        "start to start, not the block's 20 ms plus 30 ms"
     end
   end
 
   it "shortens each wait by up to the jitter's fraction of the interval" do
     run_loop(interval: 0.04, jitter: 0.5) do |_, starts|
       wait_for(message: "9 runs") { starts.size >= 9 }
-      assert gaps(starts).all? { |gap| gap >= 0.019 }, "never less than interval * (1 - jitter): #{gaps(starts)}"
-      assert_operator gaps(starts).min, :<, 0.035, "some waits are shortened: #{gaps(starts)}"
+      assert gaps(starts).all? { |gap| gap >= 0.019 },
+        "never less than interval * (1 - jitter): #{gaps(starts)}"
+      assert_operator gaps(starts).min, :<, 0.035,
+        "some waits are shortened: #{gaps(starts)}"
     end
   end
 
-  it "backs off after failures, logs the outage once and its end with how long it lasted" do
+  it "backs off after failures, logs the outage once and its end " \
+    "with how long it lasted" do
     failures = 3
-    run_loop(interval: 60, body: ->(run) { raise(IOError, "store gone") if run <= failures }) do |_, starts|
-      wait_for(message: "the run after the failures") { starts.size == failures + 1 }
+    run_loop(
+      interval: 60,
+      body: ->(run) { raise(IOError, "store gone") if run <= failures }
+    ) do |_, starts|
+      wait_for(message: "the run after the failures") do
+        starts.size == failures + 1
+      end
       back_offs = gaps(starts)
-      [0.05, 0.1, 0.2].zip(back_offs).each { |delay, gap| assert_in_delta delay, gap, 0.03, "back-offs double: #{back_offs}" }
-      assert_equal ["ERROR: test: IOError: store gone; retrying until it works\n"], logged(/ERROR/)
-      assert_match(/\AINFO: test: working again after 0\.[34] s\n\z/, logged(/INFO/).join)
+      [0.05, 0.1, 0.2].zip(back_offs).each do |delay, gap|
+        assert_in_delta delay, gap, 0.03, "back-offs double: #{back_offs}"
+      end
+      assert_equal [
+        "ERROR: test: IOError: store gone; retrying until it works\n"
+      ], logged(/ERROR/)
+      assert_match(
+        /\AINFO: test: working again after 0\.[34] s\n\z/,
+        logged(/INFO/).join
+      )
     end
   end
 
-  it "runs again at once when woken, and stops at once however long the interval, closing what it was given" do
+  it "runs again at once when woken, and stops at once however long " \
+    "the interval, closing what it was given" do
     closable = PeriodicTest::Closable.new(false)
     run_loop(interval: 60, closing: closable) do |periodic, starts|
       wait_for(message: "the first run") { starts.size == 1 }
@@ -74,13 +108,22 @@ describe Jiggler::Server::Periodic do
     end
   end
 
-  it "waits as long as the block asks when that is sooner, but never less than MIN_WAIT" do
+  it "waits as long as the block asks when that is sooner, " \
+    "but never less than MIN_WAIT" do
     asked = [0.005, 0.0, 0.02, 0.02]
-    run_loop(interval: 60, sooner: true, body: ->(run) { asked[run - 1] }) do |_, starts|
+    run_loop(
+      interval: 60,
+      sooner: true,
+      body: ->(run) { asked[run - 1] }
+    ) do |_, starts|
       wait_for(message: "5 runs") { starts.size >= 5 }
       waits = gaps(starts).first(4)
-      asked.map { |seconds| [seconds, Jiggler::Server::Periodic::MIN_WAIT].max }.zip(waits).each do |expected, gap|
-        assert_in_delta expected, gap, 0.008, "waits #{waits} for asked #{asked}"
+      asked
+        .map { |seconds| [seconds, Jiggler::Server::Periodic::MIN_WAIT].max }
+        .zip(waits)
+        .each do |expected, gap|
+        assert_in_delta expected, gap, 0.008,
+          "waits #{waits} for asked #{asked}"
       end
     end
   end

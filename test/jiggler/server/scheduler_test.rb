@@ -19,9 +19,18 @@ module SchedulerTest
     # Runs a scheduler checking at least every `interval` seconds, and a listener, each on a store of its own.
     def run_scheduler(interval: 60)
       Sync do |task|
-        scheduler = Jiggler::Server::Scheduler.new(store: build_store, interval: interval, logger: Jiggler.logger)
+        scheduler = Jiggler::Server::Scheduler.new(
+          store: build_store,
+          interval: interval,
+          logger: Jiggler.logger
+        )
         listener_store = build_store
-        listener = Jiggler::Server::Listener.new(store: listener_store, fetcher: IdleFetcher.new, scheduler: scheduler, logger: Jiggler.logger)
+        listener = Jiggler::Server::Listener.new(
+          store: listener_store,
+          fetcher: IdleFetcher.new,
+          scheduler: scheduler,
+          logger: Jiggler.logger
+        )
         scheduler.start(parent: task)
         listener.start(parent: task)
         wait_for(message: "the listener to subscribe") { listening? }
@@ -33,26 +42,37 @@ module SchedulerTest
       end
     end
 
-    def job = Jiggler::Payload.dump({"jid" => SecureRandom.hex(12), "name" => "RecordJob", "args" => [1], "queue" => "default"})
+    def job
+      Jiggler::Payload.dump({
+        "jid" => SecureRandom.hex(12),
+        "name" => "RecordJob",
+        "args" => [1],
+        "queue" => "default"
+      })
+    end
 
     def now = Time.now.to_f
 
     # Seconds until the scheduled jobs are in their queue, polling the store from here.
     def seconds_until_queued(count, since)
-      wait_for(message: "#{count} jobs queued") { jobs.queue_sizes["default"] == count }
+      wait_for(message: "#{count} jobs queued") do
+        jobs.queue_sizes["default"] == count
+      end
       now - since
     end
 
     let(:jobs) { build_store }
 
-    it "moves a job scheduled sooner than the others when it is due, well before the next poll" do
+    it "moves a job scheduled sooner than the others when it is due, " \
+      "well before the next poll" do
       jobs.schedule([[now + 3_600, job]])
       run_scheduler do
         scheduled_at = now
         jobs.schedule([[scheduled_at + 0.3, job]])
         waited = seconds_until_queued(1, scheduled_at)
         assert_operator waited, :>=, 0.3
-        assert_operator waited, :<, 0.3 + 0.2, "moved when due, woken by the listener (measured 0.31-0.32 s)"
+        assert_operator waited, :<, 0.3 + 0.2,
+          "moved when due, woken by the listener (measured 0.31-0.32 s)"
       end
     end
 
@@ -71,8 +91,19 @@ module SchedulerTest
         failed_at = now
         jobs.push("default", [job])
         fetched, = jobs.fetch("worker", ["default"], limit: 1)
-        failed = Jiggler::Store::Failed.new(fetched: fetched, set: :retry, at: failed_at + 0.1, payload: job)
-        jobs.fail("worker", [failed], reliable: true, dead_cutoff: 0, dead_max: 10)
+        failed = Jiggler::Store::Failed.new(
+          fetched: fetched,
+          set: :retry,
+          at: failed_at + 0.1,
+          payload: job
+        )
+        jobs.fail(
+          "worker",
+          [failed],
+          reliable: true,
+          dead_cutoff: 0,
+          dead_max: 10
+        )
         # Due after 0.1 s, found by the next check, 0.3 s at most later (measured 0.28-0.32 s).
         assert_operator seconds_until_queued(1, failed_at), :<, 0.1 + 0.3 + 0.2
       end
@@ -83,7 +114,10 @@ end
 describe "Jiggler::Server::Scheduler on Redis" do
   def build_store = Jiggler::Store.dedicated(Jiggler.config)
 
-  def listening? = redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake:schedule").last.positive?
+  def listening?
+    redis.call("PUBSUB", "NUMSUB", "{#{@namespace}}:wake:schedule")
+      .last.positive?
+  end
 
   class_eval(&SchedulerTest::SPECS)
 end

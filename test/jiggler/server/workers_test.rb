@@ -46,12 +46,19 @@ describe Jiggler::Server::Workers do
   let(:processor) { WorkersTest::Processor.new }
   let(:reporter) { WorkersTest::Reporter.new }
 
-  def jobs(count, payload) = Array.new(count) { |index| Jiggler::Store::Fetched.new(index, "default", payload) }
+  def jobs(count, payload)
+    Array.new(count) do |index|
+      Jiggler::Store::Fetched.new(index, "default", payload)
+    end
+  end
 
   # Starts workers inside a reactor and yields them; stops them afterwards.
   def with_workers(concurrency)
     Sync do |task|
-      workers = Jiggler::Server::Workers.new(concurrency: concurrency, processor: processor)
+      workers = Jiggler::Server::Workers.new(
+        concurrency: concurrency,
+        processor: processor
+      )
       workers.start(parent: task, reporter: reporter)
       task.with_timeout(10) { yield workers }
     ensure
@@ -64,7 +71,8 @@ describe Jiggler::Server::Workers do
       workers.assign(jobs(3, "sleep:0.2"))
       wait_for(message: "3 jobs done") { reporter.reports.size == 3 }
     end
-    assert_equal %w[start start start done done done], processor.events.map { |event| event.split(":").first }
+    assert_equal %w[start start start done done done],
+      processor.events.map { |event| event.split(":").first }
   end
 
   it "runs no more jobs at once than its concurrency" do
@@ -103,11 +111,14 @@ describe Jiggler::Server::Workers do
       wait_for(message: "2 jobs started") { processor.started == 2 }
       assert_equal 1, workers.free
       processor.release(2)
-      wait_for(message: "all workers free") { reporter.reports.size == 2 && workers.free == 3 }
+      wait_for(message: "all workers free") do
+        reporter.reports.size == 2 && workers.free == 3
+      end
     end
   end
 
-  it "gives each running job its queue, payload and start time, and forgets it when done" do
+  it "gives each running job its queue, payload and start time, " \
+    "and forgets it when done" do
     with_workers(2) do |workers|
       before = Time.now.to_f
       workers.assign([Jiggler::Store::Fetched.new(7, "mailers", "block")])
@@ -137,7 +148,8 @@ describe Jiggler::Server::Workers do
     end
   end
 
-  it "lists only whole, running jobs when read from another thread while jobs come and go" do
+  it "lists only whole, running jobs when read from another thread " \
+    "while jobs come and go" do
     seen = []
     with_workers(4) do |workers|
       reader = Thread.new do
@@ -146,7 +158,11 @@ describe Jiggler::Server::Workers do
           Thread.pass
         end
       end
-      workers.assign(Array.new(300) { |index| Jiggler::Store::Fetched.new(index, "default", "sleep:0.001:#{index}") })
+      workers.assign(
+        Array.new(300) do |index|
+          Jiggler::Store::Fetched.new(index, "default", "sleep:0.001:#{index}")
+        end
+      )
       wait_for(message: "300 jobs done") { reporter.reports.size == 300 }
       reader.join
     end

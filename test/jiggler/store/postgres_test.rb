@@ -28,9 +28,14 @@ describe "Jiggler::Store::Postgres after a fiber stopped in a statement" do
   end
 
   it "lends its connection again, opened anew, to the next caller" do
-    @store = Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+    @store = Jiggler::Store::Postgres.new(
+      url: PostgresServer.instance.url,
+      namespace: @namespace
+    )
     Sync do |task|
-      sleeper = task.async { @store.with { |connection| connection.exec("SELECT pg_sleep(5)") } }
+      sleeper = task.async do
+        @store.with { |connection| connection.exec("SELECT pg_sleep(5)") }
+      end
       task.sleep(0.2)
       sleeper.stop
       @store.push("default", ["{}"])
@@ -45,15 +50,26 @@ describe "Jiggler::Store::Postgres on an application's connection" do
   def setup
     super
     @app = PG.connect(PostgresServer.instance.url)
-    @app.exec("SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS orders (id bigint)")
-    @client = Jiggler::Client.new(Jiggler::Store::Postgres.on(@app, namespace: @namespace))
-    @store = Jiggler::Store::Postgres.new(url: PostgresServer.instance.url, namespace: @namespace)
+    @app.exec(
+      "SET client_min_messages = warning; " \
+      "CREATE TABLE IF NOT EXISTS orders (id bigint)"
+    )
+    @client = Jiggler::Client.new(
+      Jiggler::Store::Postgres.on(@app, namespace: @namespace)
+    )
+    @store = Jiggler::Store::Postgres.new(
+      url: PostgresServer.instance.url,
+      namespace: @namespace
+    )
     @store.ping
   end
 
   def teardown
     @store.close
-    @app.exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE")
+    @app.exec(
+      "SET client_min_messages = warning; " \
+      "DROP SCHEMA IF EXISTS \"#{@namespace}\" CASCADE"
+    )
     @app.close
     super
   end
@@ -65,7 +81,9 @@ describe "Jiggler::Store::Postgres on an application's connection" do
       jid = RecordJob.through(@client).enqueue(1)
       assert_equal({}, @store.queue_sizes, "not seen before the commit")
     end
-    jids = @store.queue_entries("default").map { |payload| Jiggler::Payload.load(payload)["jid"] }
+    jids = @store.queue_entries("default").map do |payload|
+      Jiggler::Payload.load(payload)["jid"]
+    end
     assert_equal [jid], jids
   end
 

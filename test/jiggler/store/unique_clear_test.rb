@@ -27,7 +27,8 @@ StoreTarget.describe_each("clearing unique jobs") do
     assert ClearedUniqueJob.enqueue(1), "enqueued again after the clear"
   end
 
-  it "releases the locks of the unique jobs of every queue and of a cleared set" do
+  it "releases the locks of the unique jobs of every queue and " \
+    "of a cleared set" do
     assert ClearedUniqueJob.enqueue(1)
     assert ClearedUniqueJob.with_options(queue: "other").enqueue(2)
     Jiggler.store.clear_all_queues
@@ -35,20 +36,31 @@ StoreTarget.describe_each("clearing unique jobs") do
     assert ClearedUniqueJob.enqueue_in(600, 3)
     assert_nil ClearedUniqueJob.enqueue_in(600, 3), "the lock is held"
     assert_equal 1, Jiggler.store.clear_set(:scheduled)
-    assert ClearedUniqueJob.enqueue_in(600, 3), "scheduled again after the clear"
+    assert ClearedUniqueJob.enqueue_in(600, 3),
+      "scheduled again after the clear"
   end
 
-  it "releases the locks of a whole set deleted by the sweep the CLI's and the dashboard's delete run" do
+  it "releases the locks of a whole set deleted by the sweep the CLI's " \
+    "and the dashboard's delete run" do
     assert ClearedUniqueJob.enqueue_in(600, 4)
-    assert_equal 1, Jiggler::SetActions.sweep(Jiggler.store, :scheduled, :delete)
+    assert_equal 1,
+      Jiggler::SetActions.sweep(Jiggler.store, :scheduled, :delete)
     assert ClearedUniqueJob.enqueue_in(600, 4)
   end
 
   it "keeps a lock that another job took after the cleared one's expired" do
     jid = ClearedUniqueJob.enqueue(5)
-    lock = Jiggler::Payload.load(Jiggler.store.queue_entries("default").first).dig("unique", "lock")
+    lock = Jiggler::Payload
+      .load(Jiggler.store.queue_entries("default").first)
+      .dig("unique", "lock")
     assert Jiggler.store.unlock(lock, jid)
-    assert Jiggler.store.enqueue_unique(lock, "other-jid", 60, queue: "elsewhere", payload: "{}")
+    assert Jiggler.store.enqueue_unique(
+      lock,
+      "other-jid",
+      60,
+      queue: "elsewhere",
+      payload: "{}"
+    )
     Jiggler.store.clear_queue("default")
     assert_equal "other-jid", Jiggler.store.lock_holder(lock)
   end

@@ -14,11 +14,17 @@ RSpec.describe DepositJob, type: :job do
 
   let(:account) { Account.create!(name: "acme") }
 
-  it "is seen by rspec-rails' matcher and by jiggler's, its record compared by GlobalID" do
+  it "is seen by rspec-rails' matcher and by jiggler's, " \
+    "its record compared by GlobalID" do
     expect { described_class.perform_later(account, amount: 5) }
-      .to have_enqueued_job(described_class).with(account, amount: 5).on_queue("default")
-    expect(described_class).to have_enqueued_jiggler_job(account, {amount: 5}).on("default")
-    expect(described_class).not_to have_enqueued_jiggler_job(Account.create!(name: "other"), {amount: 5})
+      .to have_enqueued_job(described_class)
+      .with(account, amount: 5)
+      .on_queue("default")
+    expect(described_class)
+      .to have_enqueued_jiggler_job(account, {amount: 5}).on("default")
+    expect(described_class).not_to have_enqueued_jiggler_job(
+      Account.create!(name: "other"), {amount: 5}
+    )
   end
 
   it "runs once, whether perform_enqueued_jobs or a drain runs it" do
@@ -32,7 +38,9 @@ RSpec.describe DepositJob, type: :job do
   end
 
   it "runs at once in jiggler's inline mode" do
-    Jiggler::Testing.inline! { described_class.perform_later(account, amount: 2) }
+    Jiggler::Testing.inline! do
+      described_class.perform_later(account, amount: 2)
+    end
     expect(account.reload.balance).to eq(2)
     expect(described_class).to have_been_performed.with(account, amount: 2)
   end

@@ -25,7 +25,8 @@ module Shop
     config.log_level = :info
     config.active_job.queue_adapter = :jiggler
     # Jobs run on fibers: each must have its own connection (the server refuses to start otherwise).
-    config.active_support.isolation_level = ENV.fetch("APP_ISOLATION_LEVEL", "fiber").to_sym
+    config.active_support.isolation_level =
+      ENV.fetch("APP_ISOLATION_LEVEL", "fiber").to_sym
     # Mission Control - Jobs, mounted at /jobs: no authentication, and no ApplicationController in this app.
     config.mission_control.jobs.http_basic_auth_enabled = false
     config.mission_control.jobs.base_controller_class = "ActionController::Base"

@@ -4,5 +4,7 @@
 class CleanupJob < ApplicationJob
   queue_as :flow
 
-  def perform(account, note) = Event.create!(kind: "cleanup", note: "#{account.name} #{note} #{job_id}")
+  def perform(account, note)
+    Event.create!(kind: "cleanup", note: "#{account.name} #{note} #{job_id}")
+  end
 end

@@ -7,7 +7,14 @@ class ConnectionJob < ApplicationJob
     connection = ActiveRecord::Base.connection
     connection.select_value("SELECT 1")
     sleep 0.5
-    raise "connection changed under the job" unless ActiveRecord::Base.connection.equal?(connection)
-    Event.create!(kind: "connection", note: "#{index}:#{connection.object_id}", started_at: started, finished_at: Time.now.to_f)
+    unless ActiveRecord::Base.connection.equal?(connection)
+      raise "connection changed under the job"
+    end
+    Event.create!(
+      kind: "connection",
+      note: "#{index}:#{connection.object_id}",
+      started_at: started,
+      finished_at: Time.now.to_f
+    )
   end
 end

@@ -10,7 +10,13 @@ class ProbeJob
 
   def perform(note)
     app = Rails.application
-    details = [Rails.env, app.executor.active?, app.config.reloading_enabled?, Object.autoload?(:BulkJob).nil?, VERSION]
+    details = [
+      Rails.env,
+      app.executor.active?,
+      app.config.reloading_enabled?,
+      Object.autoload?(:BulkJob).nil?,
+      VERSION
+    ]
     Event.create!(kind: "probe", note: "#{note} #{details.join(" ")}")
   end
 end

@@ -9,6 +9,11 @@ class SerialJob < ApplicationJob
   def perform(index)
     started = Time.now.to_f
     sleep 0.2
-    Event.create!(kind: "serial", note: index.to_s, started_at: started, finished_at: Time.now.to_f)
+    Event.create!(
+      kind: "serial",
+      note: index.to_s,
+      started_at: started,
+      finished_at: Time.now.to_f
+    )
   end
 end
