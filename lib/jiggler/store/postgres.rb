@@ -63,12 +63,15 @@ module Jiggler
       CHUNK = 5000
       SETS = %w[scheduled retry dead].freeze
       COUNTERS = %w[processed failures].freeze
-      INSERT = "INSERT INTO @.jobs (state, batch, queue, run_at, payload) SELECT $1, $2, q, t, p " \
-        "FROM unnest($3::text[], $4::float8[], $5::bytea[]) WITH ORDINALITY AS r(q, t, p, n) " \
+      INSERT = "INSERT INTO @.jobs (state, batch, queue, run_at, payload) " \
+        "SELECT $1, $2, q, t, p " \
+        "FROM unnest($3::text[], $4::float8[], $5::bytea[]) " \
+        "WITH ORDINALITY AS r(q, t, p, n) " \
         "ORDER BY n RETURNING id"
-      MOVE = "UPDATE @.jobs SET state = $1, queue = $2, batch = $3, run_at = $4, payload = $5 " \
-        "WHERE id = $6"
-      EARLIEST = "SELECT min(run_at) FROM @.jobs WHERE state IN ('scheduled', 'retry')"
+      MOVE = "UPDATE @.jobs SET state = $1, queue = $2, batch = $3, " \
+        "run_at = $4, payload = $5 WHERE id = $6"
+      EARLIEST =
+        "SELECT min(run_at) FROM @.jobs WHERE state IN ('scheduled', 'retry')"
       private_constant :CHUNK, :INSERT, :MOVE, :EARLIEST
 
       # A store that writes through an application's connection, inside its transaction when one is
@@ -87,8 +90,13 @@ module Jiggler
       # @parameter done_retention [Numeric] seconds expired results and signals are kept before they
       #   are pruned.
       # @parameter connection [PG::Connection | Nil] see `on`.
-      def initialize(url:, namespace: "jiggler", pool_size: 1, done_retention: 3600,
-        connection: nil)
+      def initialize(
+        url:,
+        namespace: "jiggler",
+        pool_size: 1,
+        done_retention: 3600,
+        connection: nil
+      )
         @db = Connection.new(url: url, schema: namespace, size: pool_size,
           connection: connection)
         @channel = "jiggler_#{Digest::SHA256.hexdigest(namespace)[0, 24]}"
@@ -103,8 +111,15 @@ module Jiggler
 
       # A human name for logs, without the password.
       def description
-        where = @db.url ? Config::Redaction.url(@db.url) : "(an application's connection)"
-        pooled = " (behind a pooler that refuses startup options: statement and lock timeouts are the role's)" if @db.pooled?
+        where = if @db.url
+          Config::Redaction.url(@db.url)
+        else
+          "(an application's connection)"
+        end
+        if @db.pooled?
+          pooled = " (behind a pooler that refuses startup options: " \
+            "statement and lock timeouts are the role's)"
+        end
         "PostgreSQL #{where}, schema #{@db.schema.inspect}#{pooled}"
       end
 
@@ -145,20 +160,29 @@ module Jiggler
 
       # Drops dead jobs older than `cutoff` and beyond the newest `max`.
       def trim_dead(cutoff, max)
-        @db.query("DELETE FROM @.jobs WHERE state = 'dead' AND (run_at < $1 OR id NOT IN " \
-          "(SELECT id FROM @.jobs WHERE state = 'dead' ORDER BY run_at DESC, id DESC LIMIT $2))",
-          [cutoff, max])
+        @db.query(
+          "DELETE FROM @.jobs WHERE state = 'dead' " \
+          "AND (run_at < $1 OR id NOT IN " \
+          "(SELECT id FROM @.jobs WHERE state = 'dead' " \
+          "ORDER BY run_at DESC, id DESC LIMIT $2))",
+          [cutoff, max]
+        )
       end
 
       # Takes a key's transaction advisory lock: the steps of one limit key run one at a time.
       def lock_key(kind, key)
-        @db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
-          ["#{@channel}:#{kind}:#{key}"])
+        @db.query(
+          "SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
+          ["#{@channel}:#{kind}:#{key}"]
+        )
       end
 
       def count(name, amount)
-        @db.query("INSERT INTO @.counters AS c (name, value) VALUES ($1, $2) " \
-          "ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value", [name, amount])
+        @db.query(
+          "INSERT INTO @.counters AS c (name, value) VALUES ($1, $2) " \
+          "ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value",
+          [name, amount]
+        )
       end
 
       # Wakes idle servers once the transaction commits (NOTIFY is sent at commit, and not on
@@ -182,13 +206,17 @@ module Jiggler
       # acknowledgement. The scheduler's check runs this.
       def prune(now)
         @db.query("DELETE FROM @.results WHERE expires_at <= $1", [now])
-        @db.query("DELETE FROM @.unique_locks WHERE expires_at <= $1", [now - @done_retention])
+        @db.query(
+          "DELETE FROM @.unique_locks WHERE expires_at <= $1",
+          [now - @done_retention]
+        )
         prune_workflows(now)
       end
 
       def set_state(set)
         unless set.is_a?(Symbol) && SETS.include?(set.to_s)
-          raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}"
+          raise ArgumentError,
+            "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}"
         end
         set.to_s
       end

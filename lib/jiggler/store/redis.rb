@@ -55,7 +55,9 @@ module Jiggler
       CHUNK = 1000
       PUSH_CHUNK = 5000 # under Lua's limit of about 8000 values for unpack
       DUE_CHUNK = 100
-      SCRIPTS = %w[push schedule fetch fail move kill batch join checkpoint].to_h { |name| [name.to_sym, Script.new(name)] }.freeze
+      SCRIPTS = %w[push schedule fetch fail move kill batch join checkpoint]
+        .to_h { |name| [name.to_sym, Script.new(name)] }
+        .freeze
       private_constant :CHUNK, :PUSH_CHUNK, :DUE_CHUNK, :SCRIPTS
 
       attr_reader :keys
@@ -71,7 +73,8 @@ module Jiggler
         @keys = Keys.new(namespace)
         @config = config
         @tokens = Hash.new(0)
-        @backlogs = {} # queue name => whether the last push found jobs waiting (see QueuePath#push_one)
+        # queue name => whether the last push found jobs waiting (see QueuePath#push_one)
+        @backlogs = {}
       end
 
       # Deletes all of the namespace's data, each role's in turn: the signals are found through the registry, so they
@@ -89,7 +92,8 @@ module Jiggler
 
       # A human name for logs.
       def description
-        "Redis #{@config&.server_url || "(custom pool)"} namespace #{@keys.namespace.inspect}"
+        "Redis #{@config&.server_url || "(custom pool)"} " \
+          "namespace #{@keys.namespace.inspect}"
       end
 
       # Raises ConnectionError unless the store answers for this namespace's keys (on Redis Cluster, only the node
@@ -111,17 +115,28 @@ module Jiggler
       # Runs a block with a connection from the pool, turning connection failures into ConnectionError.
       # A fiber pool used outside a reactor (a script, a console) gets a short-lived one.
       def with(&block)
-        return Sync { with(&block) } if @checkout == :acquire && defined?(Async::Task) && !Async::Task.current?
+        if @checkout == :acquire && defined?(Async::Task) &&
+            !Async::Task.current?
+          return Sync { with(&block) }
+        end
         @pool.public_send(@checkout, &block)
-      rescue ::RedisClient::CannotConnectError, ::RedisClient::ConnectionError => error
-        raise ConnectionError, "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
+      rescue ::RedisClient::CannotConnectError,
+        ::RedisClient::ConnectionError => error
+        raise ConnectionError,
+          "Redis #{@config&.server_url || ""} is unreachable: #{error.message}"
       rescue ::RedisClient::CommandError => error
         if error.message.start_with?("MOVED ", "ASK ")
-          raise ConnectionError, "namespace #{@keys.namespace.inspect} lives on Redis Cluster node #{error.message.split[2]}, " \
-            "not on #{@config&.server_url || "this node"}: point redis_url at that node"
+          raise ConnectionError,
+            "namespace #{@keys.namespace.inspect} lives on Redis Cluster " \
+            "node #{error.message.split[2]}, " \
+            "not on #{@config&.server_url || "this node"}: " \
+            "point redis_url at that node"
         end
-        raise unless %w[WRONGPASS NOAUTH].include?(error.code) # a wrong or missing password, as unusable as no Redis
-        raise ConnectionError, "Redis #{@config&.server_url || ""} refused the connection (check the password in its URL): #{error.message}"
+        # a wrong or missing password, as unusable as no Redis
+        raise unless %w[WRONGPASS NOAUTH].include?(error.code)
+        raise ConnectionError,
+          "Redis #{@config&.server_url || ""} refused the connection " \
+          "(check the password in its URL): #{error.message}"
       end
 
       private
@@ -130,7 +145,9 @@ module Jiggler
       # batch's name, else nil.
       def due_move(member, from)
         destination = yield(from, member)
-        batch = @keys.batch_name(destination.queue, destination.batch) if destination.batch
+        if destination.batch
+          batch = @keys.batch_name(destination.queue, destination.batch)
+        end
         [member, destination.queue, destination.payload, batch]
       end
 
@@ -138,19 +155,42 @@ module Jiggler
       # their batches (join.lua). @returns [Integer] how many moved.
       def move_due(redis, set, moves, now)
         items, jobs = moves.partition(&:last)
-        moved = jobs.empty? ? 0 : move(redis, set, "set", jobs.map { |job| job.first(3) })
+        moved = if jobs.empty?
+          0
+        else
+          move(redis, set, "set", jobs.map { |job| job.first(3) })
+        end
         return moved if items.empty?
-        keys = [set, @keys.batches, *items.map { |*, batch| @keys.batch(batch) }]
-        moved + SCRIPTS[:join].call(redis, keys, [now, *items.flat_map { |member, _, payload, batch| [member, batch, payload] }])
+        keys = [
+          set,
+          @keys.batches,
+          *items.map { |*, batch| @keys.batch(batch) }
+        ]
+        moved + SCRIPTS[:join].call(
+          redis,
+          keys,
+          [
+            now,
+            *items.flat_map do |member, _, payload, batch|
+              [member, batch, payload]
+            end
+          ]
+        )
       end
 
       # Runs move.lua for [item, queue, payload] triples.
       def move(redis, source, kind, moves)
-        keys = [source, @keys.queues, *moves.map { |_, queue, _| @keys.queue(queue) }]
+        keys = [
+          source,
+          @keys.queues,
+          *moves.map { |_, queue, _| @keys.queue(queue) }
+        ]
         SCRIPTS[:move].call(redis, keys, [@keys.wake, kind, *moves.flatten(1)])
       end
 
-      def registered_processes = with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
+      def registered_processes
+        with { |redis| redis.call("ZRANGE", @keys.processes, 0, -1) }
+      end
     end
   end
 end

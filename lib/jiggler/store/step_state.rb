@@ -25,7 +25,8 @@ module Jiggler
         front = steps.select { |_, (state, *)| state == "dead" }.keys
         until front.empty?
           front = front.flat_map { |jid| steps[jid][1] }.select do |jid|
-            steps.dig(jid, 0) == "waiting" && !blocked[jid] && (blocked[jid] = true)
+            steps.dig(jid, 0) == "waiting" && !blocked[jid] &&
+              (blocked[jid] = true)
           end
         end
         steps.to_h do |jid, (state, dependants, callbacks)|

@@ -12,7 +12,9 @@ module Jiggler
 
         # @yields {|connection| ...} the PG::Connection under the current Active Record connection.
         def with_connection
-          ::ActiveRecord::Base.connection_pool.with_connection { |connection| yield connection.raw_connection }
+          ::ActiveRecord::Base.connection_pool.with_connection do |connection|
+            yield connection.raw_connection
+          end
         end
       end
     end

@@ -6,16 +6,19 @@ module Jiggler
       # The acting side of the admin role of the PostgreSQL store, used by the Cleaner and the
       # dashboard: deletes, moves, pauses and clears, each in one transaction.
       module AdminActions
-        ENTRY = "SELECT id, payload FROM @.jobs WHERE state = $1 AND run_at = $2 " \
+        ENTRY = "SELECT id, payload FROM @.jobs " \
+          "WHERE state = $1 AND run_at = $2 " \
           "AND @.json(payload) ->> 'jid' = $3 FOR UPDATE"
         # The locks held by the unique jobs that a clear deletes (each only if that job holds it).
         HELD_LOCKS = "DELETE FROM @.unique_locks WHERE (lock, jid) IN " \
-          "(SELECT @.json(payload) -> 'unique' ->> 'lock', @.json(payload) ->> 'jid' FROM @.jobs " \
+          "(SELECT @.json(payload) -> 'unique' ->> 'lock', " \
+          "@.json(payload) ->> 'jid' FROM @.jobs " \
           "WHERE %s AND position('\"unique\"'::bytea IN payload) > 0)"
         # Everything a clear_all deletes; recurring tasks keep the settings servers recorded, and
         # the counters nothing (listeners compare no counter here: announcements are notifications).
-        CLEARED = %w[jobs processes paused_queues results unique_locks limit_slots limit_keys
-          rate_starts rate_plan counters process_signals metrics cancel_requests].freeze
+        CLEARED = %w[jobs processes paused_queues results unique_locks
+          limit_slots limit_keys rate_starts rate_plan counters process_signals
+          metrics cancel_requests].freeze
         private_constant :ENTRY, :HELD_LOCKS, :CLEARED
 
         # Deletes entries of a set. @parameter entries [Array([Float, String])] score and jid of
@@ -24,7 +27,12 @@ module Jiggler
         def delete_set_entries(set, entries)
           write do
             ids = entry_rows(set, entries).map(&:first)
-            @db.query("DELETE FROM @.jobs WHERE id = ANY($1::bigint[])", [ids]) if ids.any?
+            if ids.any?
+              @db.query(
+                "DELETE FROM @.jobs WHERE id = ANY($1::bigint[])",
+                [ids]
+              )
+            end
             ids.size
           end
         end
@@ -36,7 +44,9 @@ module Jiggler
           write do
             rows = entry_rows(set, entries)
             from = set_state(set).to_sym
-            rows.each { |id, payload| enqueue_one(id, from, payload, now, &destination) }
+            rows.each do |id, payload|
+              enqueue_one(id, from, payload, now, &destination)
+            end
             announce("queues") if rows.any?
             rows.size
           end
@@ -50,12 +60,16 @@ module Jiggler
         def kill_set_entries(set, entries, now: Time.now.to_f)
           if set_state(set) == "dead"
             raise ArgumentError,
-              "only scheduled and retry entries can be killed (got #{set.inspect})"
+              "only scheduled and retry entries can be killed " \
+              "(got #{set.inspect})"
           end
           write do
             entry_rows(set, entries).each do |id, payload|
-              @db.query("UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 WHERE id = $3",
-                [now, @db.bytes(yield(payload)), id])
+              @db.query(
+                "UPDATE @.jobs SET state = 'dead', run_at = $1, " \
+                "payload = $2 WHERE id = $3",
+                [now, @db.bytes(yield(payload)), id]
+              )
             end.size
           end
         end
@@ -65,16 +79,24 @@ module Jiggler
         # @returns [Boolean] whether it was there.
         def delete_queue_entry(name, payload)
           with do
-            @db.change("DELETE FROM @.jobs WHERE id = (SELECT id FROM @.jobs WHERE state = 'queued' " \
-              "AND queue = $1 AND payload = $2 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)",
-              [name, @db.bytes(payload)]) == 1
+            @db.change(
+              "DELETE FROM @.jobs WHERE id = " \
+              "(SELECT id FROM @.jobs WHERE state = 'queued' " \
+              "AND queue = $1 AND payload = $2 " \
+              "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)",
+              [name, @db.bytes(payload)]
+            ) == 1
           end
         end
 
         # Stops servers from fetching from a queue; jobs are still pushed to it.
         def pause_queue(name)
           with do
-            @db.query("INSERT INTO @.paused_queues (queue) VALUES ($1) ON CONFLICT DO NOTHING", [name])
+            @db.query(
+              "INSERT INTO @.paused_queues (queue) VALUES ($1) " \
+              "ON CONFLICT DO NOTHING",
+              [name]
+            )
           end
         end
 
@@ -94,7 +116,9 @@ module Jiggler
         end
 
         # Deletes every queue's jobs, releasing the unique jobs' locks.
-        def clear_all_queues = clear_where("state IN ('queued', 'batching')", [])
+        def clear_all_queues
+          clear_where("state IN ('queued', 'batching')", [])
+        end
 
         # Empties the scheduled, retry or dead set, releasing the unique jobs' locks.
         # @returns [Integer] how many jobs it held.
@@ -102,9 +126,12 @@ module Jiggler
 
         def reset_counter(counter)
           unless COUNTERS.include?(counter.to_s)
-            raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}"
+            raise ArgumentError,
+              "unknown counter #{counter.inspect}; use one of #{COUNTERS}"
           end
-          with { @db.query("DELETE FROM @.counters WHERE name = $1", [counter.to_s]) }
+          with do
+            @db.query("DELETE FROM @.counters WHERE name = $1", [counter.to_s])
+          end
         end
 
         # Deletes the jobs, the registry and the flow state (part of Store::Postgres#clear_all).
@@ -114,7 +141,10 @@ module Jiggler
           write do
             CLEARED.each { |table| @db.query("DELETE FROM @.#{table}") }
             @db.query("DELETE FROM @.recurring_tasks WHERE definition IS NULL")
-            @db.query("UPDATE @.recurring_tasks SET tick = NULL, last_run = NULL, disabled = false")
+            @db.query(
+              "UPDATE @.recurring_tasks " \
+              "SET tick = NULL, last_run = NULL, disabled = false"
+            )
           end
         end
 
@@ -132,7 +162,9 @@ module Jiggler
         # The ids and payloads of the entries found, each once.
         def entry_rows(set, entries)
           state = set_state(set)
-          entries.filter_map { |score, jid| @db.query(ENTRY, [state, score, jid]).first }.uniq
+          entries.filter_map do |score, jid|
+            @db.query(ENTRY, [state, score, jid]).first
+          end.uniq
         end
       end
     end

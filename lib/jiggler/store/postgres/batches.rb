@@ -7,16 +7,23 @@ module Jiggler
       # class (column `batch`) and enqueue time; a formed batch is a new queued job, and its items'
       # rows are deleted with it.
       module Batches
-        ITEMS = "SELECT id, payload, run_at FROM @.jobs WHERE state = 'batching' AND queue = $1 " \
-          "AND batch = $2 ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-        SIZE = "SELECT count(*) FROM @.jobs WHERE state = 'batching' AND queue = $1 AND batch = $2"
-        KILL = "UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 WHERE id = $3"
+        ITEMS = "SELECT id, payload, run_at FROM @.jobs " \
+          "WHERE state = 'batching' AND queue = $1 AND batch = $2 " \
+          "ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+        SIZE = "SELECT count(*) FROM @.jobs " \
+          "WHERE state = 'batching' AND queue = $1 AND batch = $2"
+        KILL = "UPDATE @.jobs SET state = 'dead', run_at = $1, payload = $2 " \
+          "WHERE id = $3"
         private_constant :ITEMS, :SIZE, :KILL
 
         # Adds items to a batch. @returns [Integer] how many items the batch holds now.
         def add_to_batch(queue, name, payloads, now)
           write do
-            insert("batching", payloads.map { |payload| [queue, now, payload] }, batch: name)
+            insert(
+              "batching",
+              payloads.map { |payload| [queue, now, payload] },
+              batch: name
+            )
             @db.value(SIZE, [queue, name])
           end
         end
@@ -29,7 +36,10 @@ module Jiggler
         def form_batch(queue, name, size:, due_before:, now:)
           write do
             rows = @db.query(ITEMS, [queue, name, size])
-            next 0 if rows.empty? || (rows.size < size && rows.first.last >= due_before)
+            if rows.empty? ||
+                (rows.size < size && rows.first.last >= due_before)
+              next 0
+            end
             batch_items(queue, rows, yield(rows.map { |_, item| item }), now)
             rows.size
           end
@@ -42,8 +52,11 @@ module Jiggler
         #   oldest's enqueue time.
         def batch_sizes
           with do
-            @db.query("SELECT queue, batch, count(*), min(run_at) FROM @.jobs " \
-              "WHERE state = 'batching' GROUP BY queue, batch ORDER BY queue, batch")
+            @db.query(
+              "SELECT queue, batch, count(*), min(run_at) FROM @.jobs " \
+              "WHERE state = 'batching' " \
+              "GROUP BY queue, batch ORDER BY queue, batch"
+            )
           end
         end
 
@@ -56,7 +69,9 @@ module Jiggler
             announce("queues")
           end
           rows.each do |id, item, _|
-            next @db.query("DELETE FROM @.jobs WHERE id = $1", [id]) unless dead.key?(item)
+            unless dead.key?(item)
+              next @db.query("DELETE FROM @.jobs WHERE id = $1", [id])
+            end
             @db.query(KILL, [now, @db.bytes(dead[item]), id])
           end
         end

@@ -11,7 +11,8 @@ module Jiggler
       # job. A job waiting for a slot moves under its key's advisory lock, as the limit's steps do.
       module CancelWaiting
         FIND = "SELECT id, state, waiting_key, payload FROM @.jobs " \
-          "WHERE state IN ('queued', 'scheduled', 'retry', 'batching', 'waiting') " \
+          "WHERE state IN " \
+          "('queued', 'scheduled', 'retry', 'batching', 'waiting') " \
           "AND position(convert_to($1, 'UTF8') IN payload) > 0 " \
           "AND @.json(payload) ->> 'jid' = $1 LIMIT 1"
         MOVE = <<~SQL
@@ -47,7 +48,18 @@ module Jiggler
               break false unless id
               lock_key("limit", key) if state == "waiting"
               marked = yield(payload)
-              @db.value(MOVE, [id, state, @db.bytes(payload), now, @db.bytes(marked), jid, key]) == 1
+              @db.value(
+                MOVE,
+                [
+                  id,
+                  state,
+                  @db.bytes(payload),
+                  now,
+                  @db.bytes(marked),
+                  jid,
+                  key
+                ]
+              ) == 1
             end
             trim_dead(dead_cutoff, dead_max) if moved
             moved

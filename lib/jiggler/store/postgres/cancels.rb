@@ -14,9 +14,10 @@ module Jiggler
         # when it starts.
         CANCEL_RETENTION = 600
 
-        INSERT = "INSERT INTO @.cancel_requests (jid, requested_by, at) VALUES ($1, $2, $3)"
-        RECENT = "SELECT jid, requested_by, at FROM @.cancel_requests WHERE at >= $1 " \
-          "ORDER BY at, id"
+        INSERT = "INSERT INTO @.cancel_requests (jid, requested_by, at) " \
+          "VALUES ($1, $2, $3)"
+        RECENT = "SELECT jid, requested_by, at FROM @.cancel_requests " \
+          "WHERE at >= $1 ORDER BY at, id"
         private_constant :INSERT, :RECENT
 
         # Records a request to cancel a job and announces it to every server once committed.
@@ -25,7 +26,10 @@ module Jiggler
         # @parameter now [Float] epoch seconds.
         def request_cancel(jid, by, now)
           write do
-            @db.query("DELETE FROM @.cancel_requests WHERE at < $1", [now - CANCEL_RETENTION])
+            @db.query(
+              "DELETE FROM @.cancel_requests WHERE at < $1",
+              [now - CANCEL_RETENTION]
+            )
             @db.query(INSERT, [jid, by, now])
             @db.query("SELECT 1 FROM pg_notify($1, $2)", [cancel_channel, jid])
           end
@@ -61,7 +65,9 @@ module Jiggler
         # LISTENs on a connection of its own. @returns [PG::Connection]
         def subscribe_to_cancels
           subscription = @db.connect
-          subscription.exec("LISTEN #{PG::Connection.quote_ident(cancel_channel)}")
+          subscription.exec(
+            "LISTEN #{PG::Connection.quote_ident(cancel_channel)}"
+          )
           @cancel_subscription = subscription
         end
 

@@ -7,8 +7,9 @@ require_relative "../../config/redaction"
 begin
   require "pg"
 rescue LoadError
-  raise Jiggler::Error, "the PostgreSQL store (database_url, JIGGLER_DATABASE_URL) needs the pg " \
-    "gem: add `gem \"pg\", \">= 1.3\"` to your Gemfile"
+  raise Jiggler::Error,
+    "the PostgreSQL store (database_url, JIGGLER_DATABASE_URL) needs the " \
+    "pg gem: add `gem \"pg\", \">= 1.3\"` to your Gemfile"
 end
 
 module Jiggler
@@ -29,12 +30,17 @@ module Jiggler
         SETTINGS = {
           connect_timeout: 5, application_name: "jiggler",
           options: "-c statement_timeout=15000 -c lock_timeout=10000 " \
-            "-c idle_in_transaction_session_timeout=60000 -c client_min_messages=warning"
+            "-c idle_in_transaction_session_timeout=60000 " \
+            "-c client_min_messages=warning"
         }.freeze
         POOL_TIMEOUT = 10
         # What PgBouncer answers a connection that sends `options`.
         REFUSED_OPTIONS = "unsupported startup parameter: options"
-        ABANDONED = [PG::PQTRANS_ACTIVE, PG::PQTRANS_INERROR, PG::PQTRANS_UNKNOWN].freeze
+        ABANDONED = [
+          PG::PQTRANS_ACTIVE,
+          PG::PQTRANS_INERROR,
+          PG::PQTRANS_UNKNOWN
+        ].freeze
 
         # A payload sent as bytes (bytea), which a text parameter could not carry (a NUL, bytes that
         # are not UTF-8).
@@ -87,12 +93,19 @@ module Jiggler
         def connect
           without_options = @pooled
           begin
-            connection = PG.connect(@url, **(without_options ? SETTINGS.except(:options) : SETTINGS))
+            connection = PG.connect(
+              @url,
+              **(without_options ? SETTINGS.except(:options) : SETTINGS)
+            )
             # Without `client_min_messages=warning`, the schema's IF NOT EXISTS notices would reach stderr.
-            connection.set_notice_receiver { |result| quiet(result) } if without_options
+            if without_options
+              connection.set_notice_receiver { |result| quiet(result) }
+            end
             connection
           rescue PG::Error => error
-            raise ConnectionError, failure(error) if without_options || !error.message.include?(REFUSED_OPTIONS)
+            if without_options || !error.message.include?(REFUSED_OPTIONS)
+              raise ConnectionError, failure(error)
+            end
             @pooled = without_options = true
             retry
           end
@@ -130,7 +143,9 @@ module Jiggler
         end
 
         # Runs statements without parameters (the schema's).
-        def run(sql) = with { |connection| connection.exec(sql.gsub("@.", @prefix)) }
+        def run(sql)
+          with { |connection| connection.exec(sql.gsub("@.", @prefix)) }
+        end
 
         # Marks a payload to be sent as bytes. @returns [Bytes | Nil]
         def bytes(payload) = payload && Bytes.new(payload)
@@ -150,9 +165,12 @@ module Jiggler
 
         # A message about a failure that shows the URL without its password.
         def failure(error)
-          where = @url ? Config::Redaction.url(@url) : "an application's connection"
+          where =
+            @url ? Config::Redaction.url(@url) : "an application's connection"
           # libpq's messages run over several lines; a log line is one.
-          Config::Redaction.text("#{where}: #{error.message.strip.gsub(/\s*\n\s*/, "; ")}")
+          Config::Redaction.text(
+            "#{where}: #{error.message.strip.gsub(/\s*\n\s*/, "; ")}"
+          )
         end
 
         private
@@ -160,7 +178,12 @@ module Jiggler
         # The type maps go with each statement, not the connection: an application's keeps its own.
         def execute(connection, sql, params)
           sql = @sql[sql] ||= sql.gsub("@.", @prefix)
-          connection.exec_params(sql, params.map { |value| exact(value) }, 0, QUERIES)
+          connection.exec_params(
+            sql,
+            params.map { |value| exact(value) },
+            0,
+            QUERIES
+          )
         end
 
         # Times are compared exactly (a set entry is found by its score): a Float is sent as Ruby
@@ -176,11 +199,16 @@ module Jiggler
         end
 
         def quiet(result)
-          severity = result.error_field(PG::Result::PG_DIAG_SEVERITY_NONLOCALIZED)
-          warn(result.error_message) unless %w[NOTICE DEBUG LOG INFO].include?(severity)
+          severity =
+            result.error_field(PG::Result::PG_DIAG_SEVERITY_NONLOCALIZED)
+          unless %w[NOTICE DEBUG LOG INFO].include?(severity)
+            warn(result.error_message)
+          end
         end
 
-        def new_pool(size) = ConnectionPool.new(size: size, timeout: POOL_TIMEOUT) { connect }
+        def new_pool(size)
+          ConnectionPool.new(size: size, timeout: POOL_TIMEOUT) { connect }
+        end
 
         # A connection the server closed (a restart, a failover), or that a stopped fiber left in the
         # middle of a statement or in a failed transaction (Async::Stop at shutdown), is opened again

@@ -10,9 +10,12 @@ module Jiggler
       # waiting steps' jids, a reservation by its key.
       module Lookups
         FIND = "SELECT %s FROM @.jobs WHERE state = '%s' " \
-          "AND position(convert_to($1, 'UTF8') IN payload) > 0 AND @.json(payload) ->> 'jid' = $1 LIMIT 1"
-        WAITING = format(FIND, "waiting_key, queue, payload, run_at, id", "waiting")
-        AHEAD = "SELECT count(*) FROM @.jobs WHERE waiting_key = $1 AND state = 'waiting' " \
+          "AND position(convert_to($1, 'UTF8') IN payload) > 0 " \
+          "AND @.json(payload) ->> 'jid' = $1 LIMIT 1"
+        WAITING =
+          format(FIND, "waiting_key, queue, payload, run_at, id", "waiting")
+        AHEAD = "SELECT count(*) FROM @.jobs " \
+          "WHERE waiting_key = $1 AND state = 'waiting' " \
           "AND (run_at, id) < ($2, $3)"
         BATCHING = format(FIND, "queue, batch, payload", "batching")
         private_constant :FIND, :WAITING, :AHEAD, :BATCHING
@@ -35,15 +38,25 @@ module Jiggler
         def waiting_step(jid)
           with do
             # An on_complete callback counts down its members in members_left.
-            @db.query("SELECT workflow, CASE WHEN members_left > 0 THEN members_left ELSE waiting END, payload " \
-              "FROM @.workflow_steps WHERE jid = $1 AND waiting > 0", [jid]).first
+            @db.query(
+              "SELECT workflow, " \
+              "CASE WHEN members_left > 0 THEN members_left " \
+              "ELSE waiting END, payload " \
+              "FROM @.workflow_steps WHERE jid = $1 AND waiting > 0",
+              [jid]
+            ).first
           end
         end
 
         # @returns [Float | Nil] when a job that a rate limit deferred is due, while it holds its
         #   reservation.
         def rate_reservation(key, jid)
-          with { @db.value("SELECT at FROM @.rate_plan WHERE key = $1 AND member = $2", [key, "r:#{jid}"]) }
+          with do
+            @db.value(
+              "SELECT at FROM @.rate_plan WHERE key = $1 AND member = $2",
+              [key, "r:#{jid}"]
+            )
+          end
         end
       end
     end

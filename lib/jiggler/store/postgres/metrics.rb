@@ -11,8 +11,10 @@ module Jiggler
       module Metrics
         TOTAL = 0
         ADD = "INSERT INTO @.metrics AS m (minute, class, field, value) " \
-          "SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) " \
-          "ON CONFLICT (minute, class, field) DO UPDATE SET value = m.value + excluded.value"
+          "SELECT * " \
+          "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) " \
+          "ON CONFLICT (minute, class, field) " \
+          "DO UPDATE SET value = m.value + excluded.value"
         READ = "SELECT minute, class, field, value FROM @.metrics"
         private_constant :TOTAL, :ADD, :READ
 
@@ -29,8 +31,10 @@ module Jiggler
           write do
             @db.query(ADD, rows.transpose) if rows.any?
             # Minutes are kept `retention` seconds past their end, as on Redis.
-            @db.query("DELETE FROM @.metrics WHERE minute > $1 AND minute <= $2",
-              [TOTAL, (Time.now.to_i - 60 - retention.ceil).div(60)])
+            @db.query(
+              "DELETE FROM @.metrics WHERE minute > $1 AND minute <= $2",
+              [TOTAL, (Time.now.to_i - 60 - retention.ceil).div(60)]
+            )
           end
         end
 
@@ -38,22 +42,34 @@ module Jiggler
         # @returns [Hash(Integer, Hash(String, Jiggler::Metrics::Counts))] minutes with counts only.
         def metrics(first, last)
           rows = with do
-            @db.query("#{READ} WHERE minute BETWEEN $1 AND $2 AND minute > $3", [first, last, TOTAL])
+            @db.query(
+              "#{READ} WHERE minute BETWEEN $1 AND $2 AND minute > $3",
+              [first, last, TOTAL]
+            )
           end
-          rows.group_by(&:first).to_h { |minute, in_minute| [minute, metric_classes(in_minute)] }
+          rows.group_by(&:first).to_h do |minute, in_minute|
+            [minute, metric_classes(in_minute)]
+          end
         end
 
         # The counts since the schema was made, by class. @returns [Hash(String,
         # Jiggler::Metrics::Counts)]
         def metrics_totals
-          metric_classes(with { @db.query("#{READ} WHERE minute = $1", [TOTAL]) })
+          metric_classes(
+            with { @db.query("#{READ} WHERE minute = $1", [TOTAL]) }
+          )
         end
 
         private
 
         def metric_classes(rows)
           rows.group_by { |row| row[1] }.to_h do |name, class_rows|
-            [name, Jiggler::Metrics::Counts.from_fields(class_rows.map { |row| row.last(2) })]
+            [
+              name,
+              Jiggler::Metrics::Counts.from_fields(
+                class_rows.map { |row| row.last(2) }
+              )
+            ]
           end
         end
       end

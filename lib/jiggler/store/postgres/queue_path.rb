@@ -15,29 +15,37 @@ module Jiggler
         # rows. Under a long transaction that index keeps an entry for every row that was ever in
         # flight for the owner, and reading them all (a BitmapAnd) made each acknowledgement
         # slower than the last.
-        HELD_BY = "state IS NOT DISTINCT FROM 'in_flight' AND owner IS NOT DISTINCT FROM"
-        IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs WHERE owner = $1 AND state = 'in_flight' " \
-          "ORDER BY run_at, id"
-        PUSH = "WITH added AS (INSERT INTO @.jobs (state, queue, run_at, payload) " \
-          "SELECT 'queued', $1, $2, p FROM unnest($3::bytea[]) WITH ORDINALITY AS r(p, n) " \
+        HELD_BY = "state IS NOT DISTINCT FROM 'in_flight' " \
+          "AND owner IS NOT DISTINCT FROM"
+        IN_FLIGHT = "SELECT id, queue, payload FROM @.jobs " \
+          "WHERE owner = $1 AND state = 'in_flight' ORDER BY run_at, id"
+        PUSH = "WITH added AS " \
+          "(INSERT INTO @.jobs (state, queue, run_at, payload) " \
+          "SELECT 'queued', $1, $2, p " \
+          "FROM unnest($3::bytea[]) WITH ORDINALITY AS r(p, n) " \
           "ORDER BY n RETURNING 1) " \
-          "SELECT pg_notify($4, 'queues')::text WHERE EXISTS (SELECT 1 FROM added)"
+          "SELECT pg_notify($4, 'queues')::text " \
+          "WHERE EXISTS (SELECT 1 FROM added)"
         # The earliest due time is read in the statement's snapshot, before its own rows; the queue
         # is known when due.
         SCHEDULE = "WITH earliest AS (SELECT min(run_at) AS at FROM @.jobs " \
           "WHERE state IN ('scheduled', 'retry')), " \
-          "added AS (INSERT INTO @.jobs (state, run_at, payload) SELECT 'scheduled', t, p " \
-          "FROM unnest($1::float8[], $2::bytea[]) WITH ORDINALITY AS r(t, p, n) " \
+          "added AS (INSERT INTO @.jobs (state, run_at, payload) " \
+          "SELECT 'scheduled', t, p " \
+          "FROM unnest($1::float8[], $2::bytea[]) " \
+          "WITH ORDINALITY AS r(t, p, n) " \
           "ORDER BY n RETURNING 1) " \
           "SELECT pg_notify($3, 'schedule')::text FROM earliest " \
           "WHERE earliest.at IS NULL OR $4 < earliest.at"
         FETCH = "SELECT f_id, f_queue, f_payload, f_run_at " \
-          "FROM @.fetch($1, $2::text[], $3, $4::bigint[], $5, $6::float8[], $7::bigint[])"
-        REQUEUE = "UPDATE @.jobs SET state = 'queued', owner = NULL, payload = coalesce($1, payload) " \
-          "WHERE id = $2 AND #{HELD_BY} $3"
-        FAIL = "UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, owner = NULL " \
-          "WHERE id = $4 AND #{HELD_BY} $5"
-        CHECKPOINT = "UPDATE @.jobs SET payload = $1 WHERE id = $2 AND #{HELD_BY} $3"
+          "FROM @.fetch($1, $2::text[], $3, $4::bigint[], " \
+          "$5, $6::float8[], $7::bigint[])"
+        REQUEUE = "UPDATE @.jobs SET state = 'queued', owner = NULL, " \
+          "payload = coalesce($1, payload) WHERE id = $2 AND #{HELD_BY} $3"
+        FAIL = "UPDATE @.jobs SET state = $1, run_at = $2, payload = $3, " \
+          "owner = NULL WHERE id = $4 AND #{HELD_BY} $5"
+        CHECKPOINT =
+          "UPDATE @.jobs SET payload = $1 WHERE id = $2 AND #{HELD_BY} $3"
         # A claim starts after the last row this process claimed in the queue (its mark) for this
         # long after a claim from the queue's start (a rescan), which finds what the marks passed
         # over: jobs requeued by a reaper, and pushes whose transaction committed after a younger
@@ -46,8 +54,8 @@ module Jiggler
         RESCAN_EVERY = 0.5
         RESCAN_SHARE = 20
         VACUUM_EVERY = 5
-        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL, :CHECKPOINT,
-          :RESCAN_EVERY, :RESCAN_SHARE, :VACUUM_EVERY
+        private_constant :IN_FLIGHT, :PUSH, :SCHEDULE, :FETCH, :REQUEUE, :FAIL,
+          :CHECKPOINT, :RESCAN_EVERY, :RESCAN_SHARE, :VACUUM_EVERY
 
         # Appends jobs to a queue, waking idle servers once committed: one statement (one round
         # trip) for up to CHUNK jobs.
@@ -55,7 +63,9 @@ module Jiggler
           return if payloads.empty?
           now = Time.now.to_f
           if payloads.size <= CHUNK
-            return with { @db.query(PUSH, [queue, now, bytes(payloads), @channel]) }
+            return with do
+              @db.query(PUSH, [queue, now, bytes(payloads), @channel])
+            end
           end
           write do
             insert("queued", payloads.map { |payload| [queue, now, payload] })
@@ -70,7 +80,12 @@ module Jiggler
           return if entries.empty?
           entries.each_slice(CHUNK) do |slice|
             times, payloads = slice.transpose
-            with { @db.query(SCHEDULE, [times, bytes(payloads), @channel, times.min]) }
+            with do
+              @db.query(
+                SCHEDULE,
+                [times, bytes(payloads), @channel, times.min]
+              )
+            end
           end
         end
 
@@ -83,9 +98,21 @@ module Jiggler
           rescan = !@rescan_at || started >= @rescan_at
           after = queues.map { |queue| (!rescan && @marks[queue]) || [] }
           rows = with do
-            @db.query(FETCH, [process, queues, limit, acks, reliable, after.map(&:first), after.map(&:last)])
+            @db.query(
+              FETCH,
+              [
+                process,
+                queues,
+                limit,
+                acks,
+                reliable,
+                after.map(&:first),
+                after.map(&:last)
+              ]
+            )
           end
-          if rescan # a queue it found empty keeps its mark: nothing waited before it
+          # a queue it found empty keeps its mark: nothing waited before it
+          if rescan
             took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
             @rescan_soonest = started + took * RESCAN_SHARE
             @rescan_at = [@rescan_soonest, started + RESCAN_EVERY].max
@@ -103,7 +130,9 @@ module Jiggler
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
           write do
-            moved = failures.select { |failed| fail_one(process, failed, reliable) }
+            moved = failures.select do |failed|
+              fail_one(process, failed, reliable)
+            end
             failed = moved.count(&:failure?)
             count("failures", failed) if failed.positive?
             announce("schedule") if moved.any? { |job| job.set == :scheduled }
@@ -134,7 +163,11 @@ module Jiggler
 
         def in_flight_count(process)
           with do
-            @db.value("SELECT count(*) FROM @.jobs WHERE owner = $1 AND state = 'in_flight'", [process])
+            @db.value(
+              "SELECT count(*) FROM @.jobs " \
+              "WHERE owner = $1 AND state = 'in_flight'",
+              [process]
+            )
           end
         end
 
@@ -143,7 +176,9 @@ module Jiggler
         # @parameter handle [Integer] the job's row id.
         # @returns [Boolean] false when the job is no longer in flight for `process`.
         def checkpoint(process, handle, payload)
-          with { @db.change(CHECKPOINT, [@db.bytes(payload), handle, process]) } == 1
+          with do
+            @db.change(CHECKPOINT, [@db.bytes(payload), handle, process])
+          end == 1
         end
 
         # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds.
@@ -192,15 +227,28 @@ module Jiggler
         # transaction that committed late), so the next fetch rescans, as soon as rescans stay
         # within their share of the time.
         def rescan_soon
-          @rescan_at = @rescan_soonest if @rescan_at && @rescan_soonest && @rescan_soonest < @rescan_at
+          if @rescan_at && @rescan_soonest && @rescan_soonest < @rescan_at
+            @rescan_at = @rescan_soonest
+          end
         end
 
         def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
 
         def fail_one(process, failed, reliable)
           set = failed.state
-          return insert(set, [[failed.fetched.queue, failed.at, failed.payload]]).any? unless reliable
-          values = [set, failed.at, @db.bytes(failed.payload), failed.fetched.handle, process]
+          unless reliable
+            return insert(
+              set,
+              [[failed.fetched.queue, failed.at, failed.payload]]
+            ).any?
+          end
+          values = [
+            set,
+            failed.at,
+            @db.bytes(failed.payload),
+            failed.fetched.handle,
+            process
+          ]
           @db.change(FAIL, values) == 1
         end
       end

@@ -15,8 +15,12 @@ module Jiggler
           write do
             @db.query("UPDATE @.recurring_tasks SET definition = NULL")
             definitions.each do |name, json|
-              @db.query("INSERT INTO @.recurring_tasks (name, definition) VALUES ($1, $2) " \
-                "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition", [name, json])
+              @db.query(
+                "INSERT INTO @.recurring_tasks (name, definition) " \
+                "VALUES ($1, $2) ON CONFLICT (name) DO UPDATE " \
+                "SET definition = excluded.definition",
+                [name, json]
+              )
             end
           end
         end
@@ -25,10 +29,15 @@ module Jiggler
         # settings JSON, last run time and whether enabled, by name.
         def recurring_tasks
           rows = with do
-            @db.query("SELECT name, definition, last_run, disabled FROM @.recurring_tasks " \
-              "WHERE definition IS NOT NULL ORDER BY name")
+            @db.query(
+              "SELECT name, definition, last_run, disabled " \
+              "FROM @.recurring_tasks " \
+              "WHERE definition IS NOT NULL ORDER BY name"
+            )
           end
-          rows.map { |name, json, last_run, disabled| [name, json, last_run, !disabled] }
+          rows.map do |name, json, last_run, disabled|
+            [name, json, last_run, !disabled]
+          end
         end
 
         # Claims a task's tick and pushes its job, in one transaction; a unique job takes its lock
@@ -39,14 +48,27 @@ module Jiggler
         #   ttl (seconds).
         # @returns [Boolean | Nil] whether the job was pushed: false when the task is disabled or
         #   the tick already claimed; nil when the tick was claimed but another job holds the lock.
-        def enqueue_recurring(task, tick, queue, payload, now: Time.now.to_f, unique: nil)
+        def enqueue_recurring(
+          task,
+          tick,
+          queue,
+          payload,
+          now: Time.now.to_f,
+          unique: nil
+        )
           write do
-            @db.query("INSERT INTO @.recurring_tasks (name) VALUES ($1) ON CONFLICT DO NOTHING",
-              [task])
+            @db.query(
+              "INSERT INTO @.recurring_tasks (name) VALUES ($1) " \
+              "ON CONFLICT DO NOTHING",
+              [task]
+            )
             next false if tick && !claim_tick(task, tick)
             # The claim stays when the lock is held: the tick is done.
             next nil if unique && !take_lock(*unique, Time.now.to_f)
-            @db.query("UPDATE @.recurring_tasks SET last_run = $1 WHERE name = $2", [now, task])
+            @db.query(
+              "UPDATE @.recurring_tasks SET last_run = $1 WHERE name = $2",
+              [now, task]
+            )
             insert("queued", [[queue, now, payload]])
             announce("queues")
             true
@@ -56,16 +78,24 @@ module Jiggler
         # Turns a task's ticks on or off for every server.
         def enable_recurring(task, enabled)
           with do
-            @db.query("INSERT INTO @.recurring_tasks (name, disabled) VALUES ($1, $2) " \
-              "ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled", [task, !enabled])
+            @db.query(
+              "INSERT INTO @.recurring_tasks (name, disabled) " \
+              "VALUES ($1, $2) ON CONFLICT (name) DO UPDATE " \
+              "SET disabled = excluded.disabled",
+              [task, !enabled]
+            )
           end
         end
 
         private
 
         def claim_tick(task, tick)
-          @db.change("UPDATE @.recurring_tasks SET tick = $1 WHERE name = $2 AND NOT disabled " \
-            "AND (tick IS NULL OR tick < $1)", [tick, task]) == 1
+          @db.change(
+            "UPDATE @.recurring_tasks SET tick = $1 " \
+            "WHERE name = $2 AND NOT disabled " \
+            "AND (tick IS NULL OR tick < $1)",
+            [tick, task]
+          ) == 1
         end
       end
     end

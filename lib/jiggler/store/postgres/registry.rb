@@ -9,9 +9,13 @@ module Jiggler
         # Registers a live process, or refreshes its registration.
         def beat(process, info, ttl)
           with do
-            @db.query("INSERT INTO @.processes (id, info, expires_at) VALUES ($1, $2, $3) " \
-              "ON CONFLICT (id) DO UPDATE SET info = excluded.info, expires_at = excluded.expires_at",
-              [process, info, now + ttl])
+            @db.query(
+              "INSERT INTO @.processes (id, info, expires_at) " \
+              "VALUES ($1, $2, $3) " \
+              "ON CONFLICT (id) DO UPDATE " \
+              "SET info = excluded.info, expires_at = excluded.expires_at",
+              [process, info, now + ttl]
+            )
           end
         end
 
@@ -22,23 +26,33 @@ module Jiggler
         # The registered processes whose registration expired. @returns [Array(String)]
         def dead_processes
           with do
-            @db.query("SELECT id FROM @.processes WHERE expires_at <= $1 ORDER BY id", [now]).flatten
+            @db.query(
+              "SELECT id FROM @.processes WHERE expires_at <= $1 ORDER BY id",
+              [now]
+            ).flatten
           end
         end
 
         # Drops a dead process from the registry once it holds no job in flight.
         def forget(process)
           with do
-            @db.change("DELETE FROM @.processes WHERE id = $1 AND expires_at <= $2 " \
-              "AND NOT EXISTS (SELECT 1 FROM @.jobs WHERE owner = $1 AND state = 'in_flight')",
-              [process, now]) == 1
+            @db.change(
+              "DELETE FROM @.processes WHERE id = $1 AND expires_at <= $2 " \
+              "AND NOT EXISTS " \
+              "(SELECT 1 FROM @.jobs WHERE owner = $1 AND state = 'in_flight')",
+              [process, now]
+            ) == 1
           end
         end
 
         # @returns [Hash(String, String)] live process ids to their JSON descriptions.
         def processes
           with do
-            @db.query("SELECT id, info FROM @.processes WHERE expires_at > $1 ORDER BY id", [now]).to_h
+            @db.query(
+              "SELECT id, info FROM @.processes " \
+              "WHERE expires_at > $1 ORDER BY id",
+              [now]
+            ).to_h
           end
         end
 

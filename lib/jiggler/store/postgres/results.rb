@@ -7,9 +7,12 @@ module Jiggler
       # `prune`).
       module Results
         # The last result of a jid saved twice in one call wins.
-        SAVE = "INSERT INTO @.results (jid, value, expires_at) SELECT DISTINCT ON (j) j, v, $3 " \
-          "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(j, v, n) ORDER BY j, n DESC " \
-          "ON CONFLICT (jid) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+        SAVE = "INSERT INTO @.results (jid, value, expires_at) " \
+          "SELECT DISTINCT ON (j) j, v, $3 " \
+          "FROM unnest($1::text[], $2::text[]) " \
+          "WITH ORDINALITY AS r(j, v, n) ORDER BY j, n DESC " \
+          "ON CONFLICT (jid) DO UPDATE " \
+          "SET value = excluded.value, expires_at = excluded.expires_at"
         private_constant :SAVE
 
         # Stores finished jobs' results for `ttl` seconds. @parameter results [Array([String,
@@ -26,8 +29,10 @@ module Jiggler
         #   expired.
         def result(jid)
           with do
-            @db.value("SELECT value FROM @.results WHERE jid = $1 AND expires_at > $2",
-              [jid, Time.now.to_f])
+            @db.value(
+              "SELECT value FROM @.results WHERE jid = $1 AND expires_at > $2",
+              [jid, Time.now.to_f]
+            )
           end
         end
       end

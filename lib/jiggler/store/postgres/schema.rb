@@ -138,8 +138,9 @@ module Jiggler
         SQL
 
         # A rate limit's gate (Rates#acquire_rate) in one call, under the key's transaction advisory
-        # lock, on the database's clock: records a start when the budget allows ('run'), else makes the job a scheduled job due
-        # when it does ('wait', with the time), or finds it no longer in flight ('gone').
+        # lock, on the database's clock: records a start when the budget allows ('run'), else makes
+        # the job a scheduled job due when it does ('wait', with the time), or finds it no longer in
+        # flight ('gone').
         RATE = <<~SQL
           CREATE OR REPLACE FUNCTION @.acquire_rate(lock_name text, rate_key text, quota integer,
             period float8, jid text, process text, handle bigint, job bytea,
@@ -281,7 +282,8 @@ module Jiggler
             END IF;
             -- A step ended before had its dependants ended with it: the walk stops there.
             WITH RECURSIVE reach(jid) AS (SELECT step
-                UNION SELECT unnest(s.dependants) FROM @.workflow_steps s JOIN reach r ON s.workflow = wf AND s.jid = r.jid
+                UNION SELECT unnest(s.dependants) FROM @.workflow_steps s
+                  JOIN reach r ON s.workflow = wf AND s.jid = r.jid
                   WHERE r.jid = step OR NOT s.ended),
               ended AS (UPDATE @.workflow_steps s SET ended = true FROM reach r
                 WHERE s.workflow = wf AND s.jid = r.jid AND NOT s.ended RETURNING s.callbacks)
@@ -314,7 +316,8 @@ module Jiggler
             released bigint;
           BEGIN
             -- ANY(targets), not a join with unnest: a lookup of the key per callback, never a scan of the table.
-            WITH ready AS (UPDATE @.workflow_steps s SET members_left = s.members_left - counts[array_position(targets, s.jid)]
+            WITH ready AS (UPDATE @.workflow_steps s
+                SET members_left = s.members_left - counts[array_position(targets, s.jid)]
                 WHERE s.workflow = wf AND s.jid = ANY(targets) AND s.members_left > 0
                 RETURNING s.jid, s.members_left, s.queue, s.payload),
               queued AS (INSERT INTO @.jobs (state, queue, run_at, payload)
@@ -339,25 +342,46 @@ module Jiggler
           begin
             return if current?(db)
             db.transaction do
-              db.query("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))", ["jiggler:#{db.schema}"])
+              db.query(
+                "SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))",
+                ["jiggler:#{db.schema}"]
+              )
               next if current?(db) # made meanwhile by another process
-              db.query("CREATE SCHEMA IF NOT EXISTS #{PG::Connection.quote_ident(db.schema)}")
-              [TABLES, JSON, FETCH, RATE, WORKFLOW_STEP, WORKFLOW_DEATH, WORKFLOW_CALLBACKS].each { |sql| db.run(sql) }
+              db.query(
+                "CREATE SCHEMA IF NOT EXISTS " \
+                "#{PG::Connection.quote_ident(db.schema)}"
+              )
+              [
+                TABLES,
+                JSON,
+                FETCH,
+                RATE,
+                WORKFLOW_STEP,
+                WORKFLOW_DEATH,
+                WORKFLOW_CALLBACKS
+              ].each { |sql| db.run(sql) }
               db.query("DELETE FROM @.schema_version")
-              db.query("INSERT INTO @.schema_version (version) VALUES ($1)", [VERSION])
+              db.query(
+                "INSERT INTO @.schema_version (version) VALUES ($1)",
+                [VERSION]
+              )
             end
           rescue ConnectionError => error
             # A transaction that waited for the lock may still read the catalog as it was when it began (an advisory
             # lock does not refresh it), miss the schema another process just made, and collide with it: a new
             # transaction sees it.
-            raise unless error.cause.is_a?(PG::UniqueViolation) && (attempts += 1) < 3
+            raise unless error.cause.is_a?(PG::UniqueViolation) &&
+              (attempts += 1) < 3
             retry
           end
         end
 
         def current?(db)
           table = "#{PG::Connection.quote_ident(db.schema)}.schema_version"
-          return false unless db.value("SELECT to_regclass($1) IS NOT NULL", [table])
+          return false unless db.value(
+            "SELECT to_regclass($1) IS NOT NULL",
+            [table]
+          )
           db.value("SELECT max(version) FROM @.schema_version") == VERSION
         end
       end

@@ -16,9 +16,15 @@ module Jiggler
         def signal_process(process, signal)
           now = Time.now.to_f
           write do
-            @db.query("DELETE FROM @.process_signals WHERE at < $1", [now - SIGNAL_TTL])
-            @db.query("INSERT INTO @.process_signals (process, signal, at) VALUES ($1, $2, $3)",
-              [process, signal, now])
+            @db.query(
+              "DELETE FROM @.process_signals WHERE at < $1",
+              [now - SIGNAL_TTL]
+            )
+            @db.query(
+              "INSERT INTO @.process_signals (process, signal, at) " \
+              "VALUES ($1, $2, $3)",
+              [process, signal, now]
+            )
           end
         end
 
@@ -26,8 +32,11 @@ module Jiggler
         # @returns [Array(String)]
         def take_signals(process)
           rows = with do
-            @db.query("DELETE FROM @.process_signals WHERE process = $1 RETURNING id, signal",
-              [process])
+            @db.query(
+              "DELETE FROM @.process_signals WHERE process = $1 " \
+              "RETURNING id, signal",
+              [process]
+            )
           end
           rows.sort.map(&:last)
         end

@@ -22,15 +22,21 @@ module Jiggler
         # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
         def unlock(lock, jid)
           with do
-            @db.change("DELETE FROM @.unique_locks WHERE lock = $1 AND jid = $2", [lock, jid]) == 1
+            @db.change(
+              "DELETE FROM @.unique_locks WHERE lock = $1 AND jid = $2",
+              [lock, jid]
+            ) == 1
           end
         end
 
         # The jid of the job holding a lock. @returns [String | Nil]
         def lock_holder(lock)
           with do
-            @db.value("SELECT jid FROM @.unique_locks WHERE lock = $1 AND expires_at > $2",
-              [lock, Time.now.to_f])
+            @db.value(
+              "SELECT jid FROM @.unique_locks " \
+              "WHERE lock = $1 AND expires_at > $2",
+              [lock, Time.now.to_f]
+            )
           end
         end
 
@@ -39,10 +45,13 @@ module Jiggler
         # Takes a lock for `jid` unless a live one exists (an expired one is replaced), within the
         # caller's transaction. @returns [Boolean] whether it was taken.
         def take_lock(lock, jid, ttl, now)
-          @db.change("INSERT INTO @.unique_locks AS u (lock, jid, expires_at) " \
+          @db.change(
+            "INSERT INTO @.unique_locks AS u (lock, jid, expires_at) " \
             "VALUES ($1, $2, $3) ON CONFLICT (lock) DO UPDATE " \
-            "SET jid = excluded.jid, expires_at = excluded.expires_at WHERE u.expires_at <= $4",
-            [lock, jid, now + ttl, now]) == 1
+            "SET jid = excluded.jid, expires_at = excluded.expires_at " \
+            "WHERE u.expires_at <= $4",
+            [lock, jid, now + ttl, now]
+          ) == 1
         end
       end
     end

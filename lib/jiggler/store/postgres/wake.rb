@@ -11,8 +11,10 @@ module Jiggler
       # nothing is announced: a wait only waits, and the servers' polls find the work.
       module Wake
         KINDS = {"queues" => :queues, "schedule" => :schedule}.freeze
-        WAITING = "SELECT EXISTS (SELECT 1 FROM @.jobs WHERE state = 'queued'), " \
-          "EXISTS (SELECT 1 FROM @.jobs WHERE state IN ('scheduled', 'retry') AND run_at <= $1)"
+        WAITING = "SELECT EXISTS " \
+          "(SELECT 1 FROM @.jobs WHERE state = 'queued'), " \
+          "EXISTS (SELECT 1 FROM @.jobs " \
+          "WHERE state IN ('scheduled', 'retry') AND run_at <= $1)"
         private_constant :KINDS, :WAITING
 
         # Waits for an announcement by any process.
@@ -26,9 +28,13 @@ module Jiggler
           end
           return sleep(timeout) && nil if @db.pooled?
           heard = []
-          return unless @subscription.wait_for_notify(timeout) { |_, _, kind| heard << kind }
+          return unless @subscription.wait_for_notify(timeout) do |_, _, kind|
+            heard << kind
+          end
           # The rest, already here.
-          nil while @subscription.wait_for_notify(0) { |_, _, kind| heard << kind }
+          while @subscription.wait_for_notify(0) { |_, _, kind| heard << kind }
+            nil
+          end
           kinds = heard.map { |kind| KINDS.fetch(kind, :any) }.uniq
           # Another process's requeue or a push that committed late may sit behind the claim marks.
           rescan_soon unless kinds == [:schedule]
@@ -45,7 +51,8 @@ module Jiggler
         #   on the first, what already waits (pushed before LISTEN took hold, announced to nobody).
         def subscribe
           @subscription = @db.connect
-          return if @db.pooled? # a LISTEN through a pooler hears nothing: its session is not ours
+          # a LISTEN through a pooler hears nothing: its session is not ours
+          return if @db.pooled?
           @subscription.exec("LISTEN #{PG::Connection.quote_ident(@channel)}")
           return :any if @resubscribing
           @resubscribing = true

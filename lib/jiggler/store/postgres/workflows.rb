@@ -12,10 +12,15 @@ module Jiggler
       # last dependency. Completions of one workflow take its transaction advisory lock, so two steps finishing at
       # once decrement their shared dependants one after the other, never in a deadlock.
       module Workflows
-        STEPS = "INSERT INTO @.workflow_steps (workflow, jid, queue, waiting, payload, dependants, callbacks, members_left) " \
-          "SELECT $1, j, q, w, p, string_to_array(d, ','), string_to_array(c, ','), m " \
-          "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], $6::text[], $7::text[], $8::integer[]) AS r(j, q, w, p, d, c, m)"
-        COMPLETE = "SELECT @.complete_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        STEPS = "INSERT INTO @.workflow_steps " \
+          "(workflow, jid, queue, waiting, payload, dependants, callbacks, " \
+          "members_left) " \
+          "SELECT $1, j, q, w, p, string_to_array(d, ','), " \
+          "string_to_array(c, ','), m " \
+          "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bytea[], " \
+          "$6::text[], $7::text[], $8::integer[]) AS r(j, q, w, p, d, c, m)"
+        COMPLETE =
+          "SELECT @.complete_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         DIED = "SELECT @.step_died($1, $2, $3, $4, $5)"
         private_constant :STEPS, :COMPLETE, :DIED
 
@@ -29,16 +34,40 @@ module Jiggler
           # An on_complete callback counts its members down in `members_left` (Schema::WORKFLOW_CALLBACKS).
           callbacks = steps.flat_map(&:last).to_h { |jid| [jid, true] }
           write do
-            @db.query("INSERT INTO @.workflows (id, steps_left, death_queue, death_payload) VALUES ($1, $2, $3, $4)",
-              [id, steps.size, on_death&.first, @db.bytes(on_death&.last)])
+            @db.query(
+              "INSERT INTO @.workflows " \
+              "(id, steps_left, death_queue, death_payload) " \
+              "VALUES ($1, $2, $3, $4)",
+              [id, steps.size, on_death&.first, @db.bytes(on_death&.last)]
+            )
             steps.each_slice(CHUNK) do |slice|
-              jids, queues, payloads, waiting, dependants, ends = slice.transpose
-              held = payloads.zip(waiting).map { |payload, count| @db.bytes(payload) unless count.zero? }
-              left = jids.zip(waiting).map { |jid, count| callbacks[jid] ? count : 0 }
-              @db.query(STEPS, [id, jids, queues, waiting, held, dependants.map { |list| list.join(",") }, ends.map { |list| list.join(",") }, left])
+              jids, queues, payloads, waiting, dependants, ends =
+                slice.transpose
+              held = payloads.zip(waiting).map do |payload, count|
+                @db.bytes(payload) unless count.zero?
+              end
+              left = jids.zip(waiting).map do |jid, count|
+                callbacks[jid] ? count : 0
+              end
+              @db.query(
+                STEPS,
+                [
+                  id,
+                  jids,
+                  queues,
+                  waiting,
+                  held,
+                  dependants.map { |list| list.join(",") },
+                  ends.map { |list| list.join(",") },
+                  left
+                ]
+              )
             end
             roots = steps.select { |_, _, _, count| count.zero? }
-            insert("queued", roots.map { |_, queue, payload, *| [queue, now, payload] })
+            insert(
+              "queued",
+              roots.map { |_, queue, payload, *| [queue, now, payload] }
+            )
             announce("queues") if roots.any?
           end
           nil
@@ -48,10 +77,31 @@ module Jiggler
         # function (Schema::WORKFLOW_STEP), so the workflow's lock is held for one round trip's work, never across
         # round trips.
         # @returns [Boolean] true when this call completed the step; false when it was done before.
-        def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
+        def complete_step(
+          process,
+          fetched,
+          workflow:,
+          jid:,
+          result:,
+          reliable:,
+          retention:
+        )
           with do
-            @db.value(COMPLETE, [process, (fetched.handle if reliable), reliable, workflow, jid, result, Time.now.to_f,
-              retention.to_f, @channel, "#{@channel}:workflow:#{workflow}"])
+            @db.value(
+              COMPLETE,
+              [
+                process,
+                (fetched.handle if reliable),
+                reliable,
+                workflow,
+                jid,
+                result,
+                Time.now.to_f,
+                retention.to_f,
+                @channel,
+                "#{@channel}:workflow:#{workflow}"
+              ]
+            )
           end
         end
 
@@ -60,40 +110,81 @@ module Jiggler
         # whose last member they were; the workflow's first death pushes its on_death callback, if any.
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
-          with { @db.value(DIED, [workflow, jid, Time.now.to_f, @channel, "#{@channel}:workflow:#{workflow}"]) }
+          with do
+            @db.value(
+              DIED,
+              [
+                workflow,
+                jid,
+                Time.now.to_f,
+                @channel,
+                "#{@channel}:workflow:#{workflow}"
+              ]
+            )
+          end
         end
 
         # @returns [Hash(String, String | Nil)] jid => result JSON (nil for a step that returned nil or is not done).
         def step_results(workflow, jids)
-          found = with { @db.query("SELECT jid, result FROM @.workflow_steps WHERE workflow = $1 AND jid = ANY($2::text[])", [workflow, jids]) }.to_h
+          found = with do
+            @db.query(
+              "SELECT jid, result FROM @.workflow_steps " \
+              "WHERE workflow = $1 AND jid = ANY($2::text[])",
+              [workflow, jids]
+            )
+          end.to_h
           jids.to_h { |jid| [jid, found[jid]] }
         end
 
         # @returns [Hash(String, String)] jid => state (StepState); empty for an unknown workflow.
-        def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
+        def workflow_steps(workflow)
+          workflow_graph(workflow).transform_values(&:first)
+        end
 
         # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' and on_complete callbacks' jids],
         #   for the dashboard's graph.
         def workflow_graph(workflow)
           rows = with do
-            @db.query("SELECT jid, done, waiting, dead, array_to_string(dependants, ','), array_to_string(callbacks, ',') " \
-              "FROM @.workflow_steps WHERE workflow = $1", [workflow])
+            @db.query(
+              "SELECT jid, done, waiting, dead, " \
+              "array_to_string(dependants, ','), " \
+              "array_to_string(callbacks, ',') " \
+              "FROM @.workflow_steps WHERE workflow = $1",
+              [workflow]
+            )
           end
-          StepState.graph(rows.to_h do |jid, done, waiting, dead, dependants, callbacks|
-            [jid, [StepState.of(done, waiting.positive?, dead), dependants.split(","), callbacks.split(",")]]
-          end)
+          StepState.graph(
+            rows.to_h do |jid, done, waiting, dead, dependants, callbacks|
+              [
+                jid,
+                [
+                  StepState.of(done, waiting.positive?, dead),
+                  dependants.split(","),
+                  callbacks.split(",")
+                ]
+              ]
+            end
+          )
         end
 
         # Deletes every workflow (part of Store::Postgres#clear_all).
         def clear_workflows
-          write { %w[workflow_steps workflows].each { |table| @db.query("DELETE FROM @.#{table}") } }
+          write do
+            %w[workflow_steps workflows].each do |table|
+              @db.query("DELETE FROM @.#{table}")
+            end
+          end
         end
 
         private
 
         # Drops the state of finished workflows once it expired.
         def prune_workflows(now)
-          @db.query("DELETE FROM @.workflow_steps WHERE workflow IN (SELECT id FROM @.workflows WHERE expires_at <= $1)", [now])
+          @db.query(
+            "DELETE FROM @.workflow_steps WHERE workflow IN " \
+            "(SELECT id FROM @.workflows WHERE expires_at <= $1)",
+            [now]
+          )
           @db.query("DELETE FROM @.workflows WHERE expires_at <= $1", [now])
         end
       end

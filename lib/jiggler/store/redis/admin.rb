@@ -17,7 +17,9 @@ module Jiggler
         def counts
           replies = with do |redis|
             redis.pipelined do |pipeline|
-              Keys::COUNTERS.each { |name| pipeline.call("GET", @keys.counter(name)) }
+              Keys::COUNTERS.each do |name|
+                pipeline.call("GET", @keys.counter(name))
+              end
               Keys::SETS.each { |name| pipeline.call("ZCARD", @keys.set(name)) }
             end
           end
@@ -28,7 +30,11 @@ module Jiggler
         # @returns [Hash(String, Integer)]
         def queue_sizes
           names = with { |redis| redis.call("SMEMBERS", @keys.queues) }.sort
-          sizes = with { |redis| redis.pipelined { |pipeline| names.each { |name| pipeline.call("LLEN", @keys.queue(name)) } } }
+          sizes = with do |redis|
+            redis.pipelined do |pipeline|
+              names.each { |name| pipeline.call("LLEN", @keys.queue(name)) }
+            end
+          end
           names.zip(sizes).to_h.select { |_, size| size.positive? }
         end
 
@@ -36,7 +42,11 @@ module Jiggler
         # @parameter offset [Integer] how many of the next jobs to skip.
         # @returns [Array(String)] payloads.
         def queue_entries(name, limit: 100, offset: 0)
-          with { |redis| redis.call("LRANGE", @keys.queue(name), -(offset + limit), -(offset + 1)) }.reverse
+          with do |redis|
+            redis.call(
+              "LRANGE", @keys.queue(name), -(offset + limit), -(offset + 1)
+            )
+          end.reverse
         end
 
         # Jobs in a sorted set, soonest (or oldest) first.
@@ -46,7 +56,9 @@ module Jiggler
         # @parameter reverse [Boolean] latest (or newest) first.
         # @returns [Array([String, Float])] payload and score.
         def set_entries(set, limit: 100, offset: 0, filter: nil, reverse: false)
-          return filtered_set_entries(set, filter, limit, offset, reverse) if filter
+          if filter
+            return filtered_set_entries(set, filter, limit, offset, reverse)
+          end
           set_range(set, offset, offset + limit - 1, reverse)
         end
 
@@ -64,7 +76,8 @@ module Jiggler
             chunk.each(&block)
             return if chunk.size < SCAN_CHUNK
             last = chunk.last.last
-            skip = ((last == from) ? skip : 0) + chunk.count { |_, score| score == last }
+            skip = ((last == from) ? skip : 0) +
+              chunk.count { |_, score| score == last }
             from = last
           end
         end
@@ -72,13 +85,18 @@ module Jiggler
         # Finds one entry of a sorted set by its score and jid.
         # @returns [String | Nil] its payload.
         def set_entry(set, score, jid)
-          with { |redis| redis.call("ZRANGE", @keys.set(set), score, score, "BYSCORE") }.find { |payload| jid_of(payload) == jid }
+          with do |redis|
+            redis.call("ZRANGE", @keys.set(set), score, score, "BYSCORE")
+          end.find { |payload| jid_of(payload) == jid }
         end
 
         private
 
         def set_chunk(set, from, skip)
-          command = ["ZRANGE", @keys.set(set), from, "+inf", "BYSCORE", "LIMIT", skip, SCAN_CHUNK, "WITHSCORES"]
+          command = [
+            "ZRANGE", @keys.set(set), from, "+inf", "BYSCORE",
+            "LIMIT", skip, SCAN_CHUNK, "WITHSCORES"
+          ]
           with { |redis| redis.call_v(command) }
         end
 
@@ -93,8 +111,12 @@ module Jiggler
           matches = []
           (0..).step(FILTER_CHUNK) do |first|
             chunk = set_range(set, first, first + FILTER_CHUNK - 1, reverse)
-            matches.concat(chunk.select { |payload, _| matches_filter?(payload, filter) })
-            return matches.drop(offset).first(limit) if matches.size >= offset + limit || chunk.size < FILTER_CHUNK
+            matches.concat(
+              chunk.select { |payload, _| matches_filter?(payload, filter) }
+            )
+            if matches.size >= offset + limit || chunk.size < FILTER_CHUNK
+              return matches.drop(offset).first(limit)
+            end
           end
         end
 

@@ -26,7 +26,14 @@ module Jiggler
         def enqueue_set_entries(set, entries, now: Time.now.to_f, &destination)
           members = find_members(set, entries)
           return 0 if members.empty?
-          with { |redis| move_due(redis, @keys.set(set), members.map { |member| due_move(member, set, &destination) }, now) }
+          with do |redis|
+            move_due(
+              redis,
+              @keys.set(set),
+              members.map { |member| due_move(member, set, &destination) },
+              now
+            )
+          end
         end
 
         # Moves entries of the scheduled or retry set to the dead set, scored `now`.
@@ -34,17 +41,31 @@ module Jiggler
         # @returns [Integer] how many moved.
         # @raises [ArgumentError] for the dead set.
         def kill_set_entries(set, entries, now: Time.now.to_f)
-          raise ArgumentError, "only scheduled and retry entries can be killed (got #{set.inspect})" if set == :dead
-          pairs = find_members(set, entries).flat_map { |member| [member, yield(member)] }
+          if set == :dead
+            raise ArgumentError,
+              "only scheduled and retry entries can be killed " \
+              "(got #{set.inspect})"
+          end
+          pairs = find_members(set, entries).flat_map do |member|
+            [member, yield(member)]
+          end
           return 0 if pairs.empty?
-          with { |redis| SCRIPTS[:kill].call(redis, [@keys.set(set), @keys.dead], [now, *pairs]) }
+          with do |redis|
+            SCRIPTS[:kill].call(
+              redis,
+              [@keys.set(set), @keys.dead],
+              [now, *pairs]
+            )
+          end
         end
 
         # Deletes one job waiting in a queue.
         # @parameter payload [String] the job exactly as queue_entries returned it.
         # @returns [Boolean] whether it was there.
         def delete_queue_entry(name, payload)
-          with { |redis| redis.call("LREM", @keys.queue(name), -1, payload) } == 1
+          with do |redis|
+            redis.call("LREM", @keys.queue(name), -1, payload)
+          end == 1
         end
 
         # Stops servers from fetching from a queue; jobs are still pushed to it.
@@ -63,7 +84,9 @@ module Jiggler
         end
 
         # @returns [Array(String)] the names of the paused queues, sorted.
-        def paused_queues = with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
+        def paused_queues
+          with { |redis| redis.call("SMEMBERS", @keys.paused) }.sort
+        end
 
         # Deletes a queue and its jobs, batch items waiting for it included, releasing the unique jobs' locks.
         # @returns [Integer] how many jobs the queue held.
@@ -75,7 +98,8 @@ module Jiggler
 
         # Deletes every queue and its jobs, batch items included.
         def clear_all_queues
-          with { |redis| redis.call("SMEMBERS", @keys.queues) }.each { |name| clear_queue(name) }
+          with { |redis| redis.call("SMEMBERS", @keys.queues) }
+            .each { |name| clear_queue(name) }
           clear_batches
         end
 
@@ -92,7 +116,13 @@ module Jiggler
         # Store::Redis#clear_all).
         def clear_jobs_and_processes
           ids = registered_processes
-          with { |redis| redis.call_v(["DEL", @keys.processes, *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }]) }
+          with do |redis|
+            redis.call_v([
+              "DEL",
+              @keys.processes,
+              *ids.flat_map { |id| [@keys.process(id), @keys.in_flight(id)] }
+            ])
+          end
           clear_all_queues
           with { |redis| redis.call("DEL", @keys.paused) }
           Keys::SETS.each { |set| clear_set(set) }
@@ -104,7 +134,9 @@ module Jiggler
         # Deletes a list or sorted set in one step, then releases the locks its unique jobs held (each only if that
         # job still holds it), as deleting one of them does.
         def clear_releasing(key, type, name)
-          count, held = with { |redis| CLEAR.call(redis, [key, @keys.queues], [type, name]) }
+          count, held = with do |redis|
+            CLEAR.call(redis, [key, @keys.queues], [type, name])
+          end
           held.each_slice(2) { |lock, jid| unlock(lock, jid) }
           count
         end
@@ -113,9 +145,15 @@ module Jiggler
         def find_members(set, entries)
           key = @keys.set(set)
           found = with do |redis|
-            redis.pipelined { |pipeline| entries.each { |score, _| pipeline.call("ZRANGE", key, score, score, "BYSCORE") } }
+            redis.pipelined do |pipeline|
+              entries.each do |score, _|
+                pipeline.call("ZRANGE", key, score, score, "BYSCORE")
+              end
+            end
           end
-          entries.zip(found).filter_map { |(_, jid), members| members.find { |member| jid_of(member) == jid } }.uniq
+          entries.zip(found).filter_map do |(_, jid), members|
+            members.find { |member| jid_of(member) == jid }
+          end.uniq
         end
       end
     end

@@ -32,10 +32,27 @@ module Jiggler
             kind, key, member, payload, name, limit_key = found
             unique = parse_job(payload)["unique"]
             lock = unique["lock"] if unique.is_a?(Hash)
-            keys = [key, @keys.dead, @keys.unique(lock.to_s), @keys.unique_index, @keys.limit("keys"),
-              @keys.limit("counts"), @keys.batches]
-            argv = [kind, member, now, yield(payload), dead_cutoff, dead_max, jid, lock.is_a?(String) ? 1 : 0,
-              name.to_s, limit_key.to_s]
+            keys = [
+              key,
+              @keys.dead,
+              @keys.unique(lock.to_s),
+              @keys.unique_index,
+              @keys.limit("keys"),
+              @keys.limit("counts"),
+              @keys.batches
+            ]
+            argv = [
+              kind,
+              member,
+              now,
+              yield(payload),
+              dead_cutoff,
+              dead_max,
+              jid,
+              lock.is_a?(String) ? 1 : 0,
+              name.to_s,
+              limit_key.to_s
+            ]
             return true if with { |redis| CANCEL.call(redis, keys, argv) } == 1
           end
           false
@@ -46,17 +63,27 @@ module Jiggler
         # Where a waiting job is: [kind, key, member, payload, batch name or queue, limit key], or nil.
         def find_waiting(jid)
           %i[scheduled retry].each do |set|
-            member = scan_set(@keys.set(set), jid) and return ["set", @keys.set(set), member, member]
+            member = scan_set(@keys.set(set), jid) and
+              return ["set", @keys.set(set), member, member]
           end
           if (batch, member = batch_member(jid))
             return ["batch", @keys.batch(batch), member, member, batch]
           end
           if (limit_key, entry, = slot_waiting(jid))
             queue, _, payload = entry.split("|", 3)
-            return ["waiting", @keys.limit("waiting", limit_key), entry, payload, queue, limit_key]
+            return [
+              "waiting",
+              @keys.limit("waiting", limit_key),
+              entry,
+              payload,
+              queue,
+              limit_key
+            ]
           end
           with { |redis| redis.call("SMEMBERS", @keys.queues) }.each do |queue|
-            payload, = scan_list(@keys.queue(queue)) { |queued| queued.include?(jid) && parse_job(queued)["jid"] == jid }
+            payload, = scan_list(@keys.queue(queue)) do |queued|
+              queued.include?(jid) && parse_job(queued)["jid"] == jid
+            end
             return ["list", @keys.queue(queue), payload, payload] if payload
           end
           nil
@@ -65,7 +92,8 @@ module Jiggler
         # A batch item not yet in a batch: [batch name ("queue|class"), its member], or nil.
         def batch_member(jid)
           with { |redis| redis.call("SMEMBERS", @keys.batches) }.each do |batch|
-            member = scan_set(@keys.batch(batch), jid) and return [batch, member]
+            member = scan_set(@keys.batch(batch), jid) and
+              return [batch, member]
           end
           nil
         end
@@ -73,10 +101,14 @@ module Jiggler
         # A job waiting for a concurrency slot: [limit key, its entry ("queue|jid|payload"), how many wait before it],
         # or nil.
         def slot_waiting(jid)
-          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }.each do |limit_key|
-            entry, position = scan_list(@keys.limit("waiting", limit_key)) { |waiting| waiting.split("|", 3)[1] == jid }
-            return [limit_key, entry, position] if entry
-          end
+          with { |redis| redis.call("HKEYS", @keys.limit("keys")) }
+            .each do |limit_key|
+              entry, position =
+                scan_list(@keys.limit("waiting", limit_key)) do |waiting|
+                  waiting.split("|", 3)[1] == jid
+                end
+              return [limit_key, entry, position] if entry
+            end
           nil
         end
 
@@ -85,8 +117,12 @@ module Jiggler
           pattern = "*#{jid.gsub(/[*?\[\]\\]/) { |char| "\\#{char}" }}*"
           cursor = "0"
           loop do
-            cursor, members = with { |redis| redis.call("ZSCAN", key, cursor, "MATCH", pattern, "COUNT", PAGE) }
-            members.each_slice(2) { |member, _| return member if parse_job(member)["jid"] == jid }
+            cursor, members = with do |redis|
+              redis.call("ZSCAN", key, cursor, "MATCH", pattern, "COUNT", PAGE)
+            end
+            members.each_slice(2) do |member, _|
+              return member if parse_job(member)["jid"] == jid
+            end
             return nil if cursor == "0"
           end
         end
@@ -94,7 +130,9 @@ module Jiggler
         # The first entry of a list the block accepts, read a page at a time: [entry, its index], or nil.
         def scan_list(key)
           (0..).step(PAGE) do |first|
-            page = with { |redis| redis.call("LRANGE", key, first, first + PAGE - 1) }
+            page = with do |redis|
+              redis.call("LRANGE", key, first, first + PAGE - 1)
+            end
             index = page.index { |entry| yield(entry) }
             return [page[index], first + index] if index
             return nil if page.size < PAGE

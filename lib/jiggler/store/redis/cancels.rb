@@ -22,7 +22,12 @@ module Jiggler
           with do |redis|
             redis.pipelined do |pipeline|
               pipeline.call("ZADD", @keys.cancels, now, member)
-              pipeline.call("ZREMRANGEBYSCORE", @keys.cancels, "-inf", now - CANCEL_RETENTION)
+              pipeline.call(
+                "ZREMRANGEBYSCORE",
+                @keys.cancels,
+                "-inf",
+                now - CANCEL_RETENTION
+              )
               pipeline.call("PUBLISH", @keys.cancel_wake, jid)
             end
           end
@@ -31,10 +36,24 @@ module Jiggler
         # The requests made in the last CANCEL_RETENTION seconds, oldest first.
         # @returns [Array(CancelRequest)]
         def cancel_requests(now)
-          rows = with { |redis| redis.call("ZRANGEBYSCORE", @keys.cancels, now - CANCEL_RETENTION, "+inf", "WITHSCORES") }
+          rows = with do |redis|
+            redis.call(
+              "ZRANGEBYSCORE",
+              @keys.cancels,
+              now - CANCEL_RETENTION,
+              "+inf",
+              "WITHSCORES"
+            )
+          end
           rows.flatten.each_slice(2).filter_map do |member, at|
             request = Payload.parse(member)
-            CancelRequest.new(jid: request["jid"], by: request["by"], at: at.to_f) if request.is_a?(Hash)
+            if request.is_a?(Hash)
+              CancelRequest.new(
+                jid: request["jid"],
+                by: request["by"],
+                at: at.to_f
+              )
+            end
           rescue Payload::MalformedError
             nil
           end
@@ -65,10 +84,13 @@ module Jiggler
         private
 
         def subscribe_to_cancels
-          raise ConnectionError, "no Redis config to subscribe with" unless @config
+          unless @config
+            raise ConnectionError, "no Redis config to subscribe with"
+          end
           subscription = @config.new_client.pubsub
           subscription.call("SUBSCRIBE", @keys.cancel_wake)
-          subscription.next_event(Connection::TIMEOUTS[:read_timeout]) # the confirmation, not an announcement
+          # the confirmation, not an announcement
+          subscription.next_event(Connection::TIMEOUTS[:read_timeout])
           subscription
         end
       end

@@ -9,7 +9,11 @@ module Jiggler
     class Redis
       # Builds Redis connections and pools with timeouts on every call.
       module Connection
-        TIMEOUTS = {connect_timeout: 2.0, read_timeout: 5.0, write_timeout: 5.0}.freeze
+        TIMEOUTS = {
+          connect_timeout: 2.0,
+          read_timeout: 5.0,
+          write_timeout: 5.0
+        }.freeze
 
         # A connection that Async::Pool can manage; it reconnects by itself after an error.
         class Pooled < ::RedisClient
@@ -33,17 +37,27 @@ module Jiggler
         # @returns [RedisClient::Config]
         # @raises [Config::InvalidError] for a URL redis-client cannot read, showing it redacted.
         def config(url)
-          return SentinelURL.new(url).config(reconnect_attempts: 0, **TIMEOUTS) if SentinelURL.match?(url)
+          if SentinelURL.match?(url)
+            return SentinelURL.new(url).config(
+              reconnect_attempts: 0,
+              **TIMEOUTS
+            )
+          end
           ::RedisClient.config(url: url, reconnect_attempts: 0, **TIMEOUTS)
-        rescue ArgumentError, URI::InvalidURIError # their messages quote the URL, password included
+        rescue ArgumentError, URI::InvalidURIError
+          # their messages quote the URL, password included
           raise Jiggler::Config::InvalidError,
-            "redis_url: redis-client cannot read #{Jiggler::Config::Redaction.url(url)} as a Redis URL"
+            "redis_url: redis-client cannot read " \
+            "#{Jiggler::Config::Redaction.url(url)} as a Redis URL"
         end
 
         # A pool for threads (and plain Ruby): ConnectionPool of `size` connections.
         def thread_pool(config, size)
           require "connection_pool"
-          ConnectionPool.new(size: size, timeout: TIMEOUTS[:connect_timeout] * 2) { config.new_client }
+          ConnectionPool.new(
+            size: size,
+            timeout: TIMEOUTS[:connect_timeout] * 2
+          ) { config.new_client }
         end
 
         # A pool for fibers: waiting for a connection lets other fibers run.

@@ -9,7 +9,8 @@ module Jiggler
         SETS = %i[scheduled retry dead].freeze
         COUNTERS = %i[processed failures].freeze
 
-        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed, :failures, :processes, :wake, :schedule_wake, :paused, :batches
+        attr_reader :namespace, :queues, :scheduled, :retry, :dead, :processed,
+          :failures, :processes, :wake, :schedule_wake, :paused, :batches
 
         def initialize(namespace)
           @namespace = namespace
@@ -48,14 +49,20 @@ module Jiggler
         # @parameter set [Symbol] :scheduled, :retry or :dead.
         # @raises [ArgumentError] for any other name.
         def set(set)
-          raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS}" unless SETS.include?(set)
+          unless SETS.include?(set)
+            raise ArgumentError,
+              "unknown set #{set.inspect}; use one of #{SETS}"
+          end
           public_send(set)
         end
 
         # The key of the processed or failures counter.
         # @raises [ArgumentError] for any other name.
         def counter(counter)
-          raise ArgumentError, "unknown counter #{counter.inspect}; use one of #{COUNTERS}" unless COUNTERS.include?(counter)
+          unless COUNTERS.include?(counter)
+            raise ArgumentError,
+              "unknown counter #{counter.inspect}; use one of #{COUNTERS}"
+          end
           public_send(counter)
         end
 
@@ -73,7 +80,9 @@ module Jiggler
 
         # A key of concurrency and rate limits: `part` alone ("keys", "counts", "index"), or `part` of one limit key
         # ("slots", "waiting", "starts", "plan").
-        def limit(part, key = nil) = key ? "#{@prefix}limit:#{part}:#{key}" : "#{@prefix}limit:#{part}"
+        def limit(part, key = nil)
+          key ? "#{@prefix}limit:#{part}:#{key}" : "#{@prefix}limit:#{part}"
+        end
 
         # A key of recurring tasks: "tasks", "ticks", "runs" or "disabled".
         def recurring(part) = "#{@prefix}recurring:#{part}"

@@ -33,10 +33,18 @@ module Jiggler
         # Looks in the running workflows (their index's +inf entries), a pipelined HMGET per page of them.
         # @returns [[String, Integer, String] | Nil] workflow id, dependencies left and payload of a step that waits.
         def waiting_step(jid)
-          ids = with { |redis| redis.call("ZRANGE", @keys.workflows, "+inf", "+inf", "BYSCORE") }
+          ids = with do |redis|
+            redis.call("ZRANGE", @keys.workflows, "+inf", "+inf", "BYSCORE")
+          end
           ids.each_slice(PAGE) do |slice|
             replies = with do |redis|
-              redis.pipelined { |pipeline| slice.each { |id| pipeline.call("HMGET", @keys.workflow(id), "n:#{jid}", "p:#{jid}") } }
+              redis.pipelined do |pipeline|
+                slice.each do |id|
+                  pipeline.call(
+                    "HMGET", @keys.workflow(id), "n:#{jid}", "p:#{jid}"
+                  )
+                end
+              end
             end
             index = replies.index { |left, payload| left && payload } or next
             left, payload = replies[index]
@@ -47,7 +55,9 @@ module Jiggler
 
         # @returns [Float | Nil] when a job that a rate limit deferred is due, while it holds its reservation.
         def rate_reservation(key, jid)
-          with { |redis| redis.call("ZSCORE", @keys.limit("plan", key), "r:#{jid}") }&.then { |at| Float(at) }
+          with do |redis|
+            redis.call("ZSCORE", @keys.limit("plan", key), "r:#{jid}")
+          end&.then { |at| Float(at) }
         end
       end
     end

@@ -22,12 +22,27 @@ module Jiggler
         # @parameter classes [Hash(String, Jiggler::Metrics::Counts)] by job class.
         # @parameter retention [Numeric] seconds the minute is kept after it ended.
         def add_metrics(minute, classes, retention:)
-          counted = classes.filter_map { |name, counts| metric_argv(name, counts) }
+          counted =
+            classes.filter_map { |name, counts| metric_argv(name, counts) }
           return if counted.empty?
           now = Time.now.to_i
-          expires = minute * 60 + 60 + retention.ceil # kept `retention` seconds past its end
-          keys = [@keys.metrics(minute), @keys.metrics("total"), @keys.metrics("classes"), @keys.metrics("minutes")]
-          argv = [now, now - CAP::IDLE, CAP::LIMIT, CAP::OTHER, Jiggler::Metrics::Histogram::LAST, expires, *counted.flatten]
+          # kept `retention` seconds past its end
+          expires = minute * 60 + 60 + retention.ceil
+          keys = [
+            @keys.metrics(minute),
+            @keys.metrics("total"),
+            @keys.metrics("classes"),
+            @keys.metrics("minutes")
+          ]
+          argv = [
+            now,
+            now - CAP::IDLE,
+            CAP::LIMIT,
+            CAP::OTHER,
+            Jiggler::Metrics::Histogram::LAST,
+            expires,
+            *counted.flatten
+          ]
           with { |redis| ADD.call(redis, keys, argv) }
         end
 
@@ -35,7 +50,13 @@ module Jiggler
         def clear_metrics
           with do |redis|
             minutes = redis.call("ZRANGE", @keys.metrics("minutes"), 0, -1)
-            redis.call_v(["DEL", @keys.metrics("total"), @keys.metrics("minutes"), @keys.metrics("classes"), *minutes])
+            redis.call_v([
+              "DEL",
+              @keys.metrics("total"),
+              @keys.metrics("minutes"),
+              @keys.metrics("classes"),
+              *minutes
+            ])
           end
         end
 
@@ -45,26 +66,52 @@ module Jiggler
         # @returns [Hash(Integer, Hash(String, Jiggler::Metrics::Counts))] minutes with counts only.
         def metrics(first, last)
           minutes = (first..last).to_a
-          hashes = with { |redis| redis.pipelined { |pipeline| minutes.each { |minute| pipeline.call("HGETALL", @keys.metrics(minute)) } } }
-          minutes.zip(hashes).filter_map { |minute, hash| [minute, metric_classes(hash)] unless hash.empty? }.to_h
+          hashes = with do |redis|
+            redis.pipelined do |pipeline|
+              minutes.each do |minute|
+                pipeline.call("HGETALL", @keys.metrics(minute))
+              end
+            end
+          end
+          minutes.zip(hashes).filter_map do |minute, hash|
+            [minute, metric_classes(hash)] unless hash.empty?
+          end.to_h
         end
 
         # The counts since the store began, by class.
         # @returns [Hash(String, Jiggler::Metrics::Counts)]
-        def metrics_totals = metric_classes(with { |redis| redis.call("HGETALL", @keys.metrics("total")) })
+        def metrics_totals
+          metric_classes(
+            with { |redis| redis.call("HGETALL", @keys.metrics("total")) }
+          )
+        end
 
         private
 
         # A class's part of the script's arguments: its name (OTHER past NAME_MAX), its field count, its fields.
         def metric_argv(name, counts)
           fields = counts.to_fields
-          [CAP.nameable?(name) ? name : CAP::OTHER, fields.size, *fields.flatten] unless fields.empty?
+          unless fields.empty?
+            [
+              CAP.nameable?(name) ? name : CAP::OTHER,
+              fields.size,
+              *fields.flatten
+            ]
+          end
         end
 
         def metric_classes(hash)
-          hash.group_by { |field, _| field.rpartition("|").first }.to_h do |name, pairs|
-            [name, Jiggler::Metrics::Counts.from_fields(pairs.map { |field, value| [field.rpartition("|").last, value] })]
-          end
+          hash.group_by { |field, _| field.rpartition("|").first }
+            .to_h do |name, pairs|
+              [
+                name,
+                Jiggler::Metrics::Counts.from_fields(
+                  pairs.map do |field, value|
+                    [field.rpartition("|").last, value]
+                  end
+                )
+              ]
+            end
         end
       end
     end

@@ -16,7 +16,9 @@ module Jiggler
         def push(queue, payloads)
           return [push_one(queue, payloads.first)] if payloads.size == 1
           keys = [@keys.queue(queue), @keys.queues]
-          argvs = payloads.each_slice(PUSH_CHUNK).map { |chunk| [queue, @keys.wake, *chunk] }
+          argvs = payloads.each_slice(PUSH_CHUNK).map do |chunk|
+            [queue, @keys.wake, *chunk]
+          end
           with { |redis| SCRIPTS[:push].call_each(redis, keys, argvs) }
         end
 
@@ -25,7 +27,15 @@ module Jiggler
         def schedule(entries)
           with do |redis|
             entries.each_slice(CHUNK) do |chunk|
-              SCRIPTS[:schedule].call(redis, [@keys.scheduled], [@keys.schedule_wake, chunk.map(&:first).min, *chunk.flatten(1)])
+              SCRIPTS[:schedule].call(
+                redis,
+                [@keys.scheduled],
+                [
+                  @keys.schedule_wake,
+                  chunk.map(&:first).min,
+                  *chunk.flatten(1)
+                ]
+              )
             end
           end
         end
@@ -39,7 +49,12 @@ module Jiggler
         # @parameter reliable [Boolean] record fetched jobs in flight (at-least-once).
         # @returns [Array(Fetched)] handles are in-flight fields, "token|queue".
         def fetch(process, queues, limit:, acks: [], reliable: true)
-          keys = [@keys.in_flight(process), @keys.processed, @keys.paused, *queues.map { |name| @keys.queue(name) }]
+          keys = [
+            @keys.in_flight(process),
+            @keys.processed,
+            @keys.paused,
+            *queues.map { |name| @keys.queue(name) }
+          ]
           # Tokens are spent before the call: if its reply is lost, the next fetch must not reuse (and overwrite) the
           # in-flight records it may have written.
           token = @tokens[process]
@@ -56,17 +71,33 @@ module Jiggler
         # @parameter queue [String] the one queue to wait on.
         # @returns [Array(Fetched) | Nil] nil when no job came in time.
         def fetch_when_pushed(process, queue, limit:, timeout:)
-          keys = [@keys.in_flight(process), @keys.processed, @keys.paused, @keys.queue(queue)]
+          keys = [
+            @keys.in_flight(process),
+            @keys.processed,
+            @keys.paused,
+            @keys.queue(queue)
+          ]
           token = @tokens[process]
-          @tokens[process] = token + limit # spent before the call, as in `fetch`
+          # spent before the call, as in `fetch`
+          @tokens[process] = token + limit
           argv = [limit, token, 1, 0, queue]
           with do |redis|
             woken, taken = redis.pipelined(exception: false) do |pipeline|
-              pipeline.blocking_call(timeout, "BLMOVE", keys.last, keys.last, "LEFT", "LEFT", timeout)
+              pipeline.blocking_call(
+                timeout,
+                "BLMOVE",
+                keys.last,
+                keys.last,
+                "LEFT",
+                "LEFT",
+                timeout
+              )
               pipeline.call_v(SCRIPTS[:fetch].command(keys, argv))
             end
             raise woken if woken.is_a?(::RedisClient::Error)
-            taken = SCRIPTS[:fetch].rerun(redis, keys, argv, taken) if taken.is_a?(::RedisClient::Error)
+            if taken.is_a?(::RedisClient::Error)
+              taken = SCRIPTS[:fetch].rerun(redis, keys, argv, taken)
+            end
             (woken || taken.any?) ? fetched(taken) : nil
           end
         end
@@ -78,9 +109,22 @@ module Jiggler
         # @parameter dead_max [Integer] the dead set keeps at most this many jobs.
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
-          keys = [@keys.in_flight(process), @keys.retry, @keys.dead, @keys.failures, @keys.scheduled]
+          keys = [
+            @keys.in_flight(process),
+            @keys.retry,
+            @keys.dead,
+            @keys.failures,
+            @keys.scheduled
+          ]
           argv = [reliable ? 1 : 0, dead_cutoff, dead_max, @keys.schedule_wake]
-          failures.each { |failed| argv.push(failed.fetched.handle.to_s, failed.set.to_s, failed.at, failed.payload) }
+          failures.each do |failed|
+            argv.push(
+              failed.fetched.handle.to_s,
+              failed.set.to_s,
+              failed.at,
+              failed.payload
+            )
+          end
           with { |redis| SCRIPTS[:fail].call(redis, keys, argv) }
         end
 
@@ -91,19 +135,27 @@ module Jiggler
         def requeue(process, jobs = nil)
           key = @keys.in_flight(process)
           with do |redis|
-            moves = jobs&.map { |job| [job.handle, job.queue, job.payload.to_s] }
-            moves ||= redis.call("HKEYS", key).map { |field| [field, field.split("|", 2).last, ""] }
+            moves = jobs&.map do |job|
+              [job.handle, job.queue, job.payload.to_s]
+            end
+            moves ||= redis.call("HKEYS", key).map do |field|
+              [field, field.split("|", 2).last, ""]
+            end
             # Newest first: each goes to the head of its queue, so the first fetched ends up first again.
-            moves.sort_by { |field, _| -field.to_i }.each_slice(CHUNK).sum { |slice| move(redis, key, "in_flight", slice) }
+            moves
+              .sort_by { |field, _| -field.to_i }
+              .each_slice(CHUNK)
+              .sum { |slice| move(redis, key, "in_flight", slice) }
           end
         end
 
         # The jobs a process holds in flight.
         # @returns [Array(Fetched)]
         def in_flight(process)
-          with { |redis| redis.call("HGETALL", @keys.in_flight(process)) }.map do |field, payload|
-            Fetched.new(field, field.split("|", 2).last, payload)
-          end
+          with { |redis| redis.call("HGETALL", @keys.in_flight(process)) }
+            .map do |field, payload|
+              Fetched.new(field, field.split("|", 2).last, payload)
+            end
         end
 
         # How many jobs a process holds in flight.
@@ -117,13 +169,23 @@ module Jiggler
         # @parameter payload [String]
         # @returns [Boolean] false when the job is no longer in flight for `process`.
         def checkpoint(process, handle, payload)
-          with { |redis| SCRIPTS[:checkpoint].call(redis, [@keys.in_flight(process)], [handle.to_s, payload]) } == 1
+          with do |redis|
+            SCRIPTS[:checkpoint].call(
+              redis,
+              [@keys.in_flight(process)],
+              [handle.to_s, payload]
+            )
+          end == 1
         end
 
         # When the earliest scheduled job or retry is due. @returns [Float | Nil] epoch seconds; nil when there is none.
         def next_due
           firsts = with do |redis|
-            redis.pipelined { |pipeline| [@keys.scheduled, @keys.retry].each { |set| pipeline.call("ZRANGE", set, 0, 0, "WITHSCORES") } }
+            redis.pipelined do |pipeline|
+              [@keys.scheduled, @keys.retry].each do |set|
+                pipeline.call("ZRANGE", set, 0, 0, "WITHSCORES")
+              end
+            end
           end
           firsts.filter_map { |first| first.first&.last&.to_f }.min
         end
@@ -135,9 +197,17 @@ module Jiggler
         # @returns [Integer] how many jobs moved.
         def enqueue_due(now, &destination)
           sets = [[@keys.scheduled, :scheduled], [@keys.retry, :retry]]
-          firsts = with { |redis| redis.pipelined { |pipeline| sets.each { |set, _| pipeline.call_v(due_range(set, now)) } } }
+          firsts = with do |redis|
+            redis.pipelined do |pipeline|
+              sets.each { |set, _| pipeline.call_v(due_range(set, now)) }
+            end
+          end
           sets.zip(firsts).sum do |(set, from), members|
-            members.empty? ? 0 : enqueue_due_from(set, from, now, members, &destination)
+            if members.empty?
+              0
+            else
+              enqueue_due_from(set, from, now, members, &destination)
+            end
           end
         end
 
@@ -156,9 +226,16 @@ module Jiggler
         def push_one(queue, payload)
           key = @keys.queue(queue)
           length = if @backlogs[queue]
-            with { |redis| redis.call("LPUSH", key, payload) }.tap { |pushed| announce(queue) if pushed == 1 }
+            with { |redis| redis.call("LPUSH", key, payload) }
+              .tap { |pushed| announce(queue) if pushed == 1 }
           else
-            with { |redis| SCRIPTS[:push].call(redis, [key, @keys.queues], [queue, @keys.wake, payload]) }
+            with do |redis|
+              SCRIPTS[:push].call(
+                redis,
+                [key, @keys.queues],
+                [queue, @keys.wake, payload]
+              )
+            end
           end
           @backlogs[queue] = length > BACKLOG
           length
@@ -191,14 +268,23 @@ module Jiggler
         def enqueue_due_from(set, from, now, members, &destination)
           total = 0
           loop do
-            total += with { |redis| move_due(redis, set, members.map { |member| due_move(member, from, &destination) }, now) }
+            total += with do |redis|
+              move_due(
+                redis,
+                set,
+                members.map { |member| due_move(member, from, &destination) },
+                now
+              )
+            end
             return total if members.size < DUE_CHUNK
             members = with { |redis| redis.call_v(due_range(set, now)) }
             return total if members.empty?
           end
         end
 
-        def due_range(set, now) = ["ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, DUE_CHUNK]
+        def due_range(set, now)
+          ["ZRANGE", set, "-inf", now, "BYSCORE", "LIMIT", 0, DUE_CHUNK]
+        end
       end
     end
   end

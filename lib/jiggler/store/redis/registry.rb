@@ -14,7 +14,9 @@ module Jiggler
           with do |redis|
             redis.pipelined do |pipeline|
               pipeline.call("ZADD", @keys.processes, Time.now.to_f, process)
-              pipeline.call("SET", @keys.process(process), info, "PX", (ttl * 1000).to_i)
+              pipeline.call(
+                "SET", @keys.process(process), info, "PX", (ttl * 1000).to_i
+              )
             end
           end
         end
@@ -35,7 +37,9 @@ module Jiggler
 
         # The registered processes whose registration expired: they stopped beating, so they are dead.
         # @returns [Array(String)] their ids.
-        def dead_processes = registrations.filter_map { |id, info| id if info.nil? }
+        def dead_processes
+          registrations.filter_map { |id, info| id if info.nil? }
+        end
 
         # Drops a dead process from the registry once it holds no job in flight.
         # @returns [Boolean] whether it was dropped.
@@ -50,7 +54,11 @@ module Jiggler
           ids = registered_processes
           live = processes.keys
           (ids - live).each { |id| requeue(id) }
-          with { |redis| redis.call_v(["DEL", @keys.processes, *ids.map { |id| @keys.process(id) }]) }
+          with do |redis|
+            redis.call_v(
+              ["DEL", @keys.processes, *ids.map { |id| @keys.process(id) }]
+            )
+          end
         end
 
         private
@@ -59,7 +67,11 @@ module Jiggler
         def registrations
           ids = registered_processes
           return {} if ids.empty?
-          ids.zip(with { |redis| redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }]) }).to_h
+          ids.zip(
+            with do |redis|
+              redis.call_v(["MGET", *ids.map { |id| @keys.process(id) }])
+            end
+          ).to_h
         end
       end
     end

@@ -12,7 +12,11 @@ module Jiggler
           milliseconds = (ttl * 1000).ceil
           with do |redis|
             redis.pipelined do |pipeline|
-              results.each { |jid, json| pipeline.call("SET", @keys.result(jid), json, "PX", milliseconds) }
+              results.each do |jid, json|
+                pipeline.call(
+                  "SET", @keys.result(jid), json, "PX", milliseconds
+                )
+              end
             end
           end
         end

@@ -13,7 +13,9 @@ module Jiggler
         # @parameter parts [Array(String)] files of scripts/parts/ (Lua functions that several scripts share), put
         #   before the script's own source.
         def initialize(name, parts: [])
-          files = parts.map { |part| ::File.join(DIRECTORY, "parts", "#{part}.lua") } << ::File.join(DIRECTORY, "#{name}.lua")
+          files = parts.map do |part|
+            ::File.join(DIRECTORY, "parts", "#{part}.lua")
+          end << ::File.join(DIRECTORY, "#{name}.lua")
           @source = files.map { |file| ::File.read(file) }.join("\n").freeze
           @sha = Digest::SHA1.hexdigest(@source).freeze
         end
@@ -38,9 +40,15 @@ module Jiggler
           return [] if argvs.empty?
           first, *rest = argvs
           first_reply = call(connection, keys, first)
-          replies = connection.pipelined(exception: false) { |pipeline| rest.each { |argv| pipeline.call_v(evalsha(keys, argv)) } }
+          replies = connection.pipelined(exception: false) do |pipeline|
+            rest.each { |argv| pipeline.call_v(evalsha(keys, argv)) }
+          end
           [first_reply] + replies.zip(rest).map do |reply, argv|
-            reply.is_a?(::RedisClient::CommandError) ? from_source(connection, keys, argv, reply) : reply
+            if reply.is_a?(::RedisClient::CommandError)
+              from_source(connection, keys, argv, reply)
+            else
+              reply
+            end
           end
         end
 
@@ -50,7 +58,9 @@ module Jiggler
 
         # Runs the script from its source when a pipelined `command` found Redis without it; other errors raise.
         # @parameter error [RedisClient::CommandError] what the pipelined run returned.
-        def rerun(connection, keys, argv, error) = from_source(connection, keys, argv, error)
+        def rerun(connection, keys, argv, error)
+          from_source(connection, keys, argv, error)
+        end
 
         private
 

@@ -36,11 +36,15 @@ module Jiggler
           replies.first
         end
 
-        # Deletes the requests waiting for registered processes (part of Store::Redis#clear_all; any other expires within
-        # a minute): found through the registry, so before it goes.
+        # Deletes the requests waiting for registered processes (part of Store::Redis#clear_all; any other expires
+        # within a minute): found through the registry, so before it goes.
         def clear_signals
           ids = registered_processes
-          with { |redis| redis.call_v(["DEL", *ids.map { |id| signals_key(id) }]) } if ids.any?
+          if ids.any?
+            with do |redis|
+              redis.call_v(["DEL", *ids.map { |id| signals_key(id) }])
+            end
+          end
         end
 
         private

@@ -18,23 +18,50 @@ module Jiggler
         # @parameter at [Float | Nil] schedules the job for then; nil pushes it to its queue now.
         # @returns [Boolean] whether the job was written.
         def enqueue_unique(lock, jid, ttl, queue:, payload:, at: nil)
-          keys = [@keys.unique(lock), @keys.queue(queue), @keys.queues, @keys.scheduled, @keys.unique_index]
-          argv = [jid, (ttl * 1000).ceil, queue, @keys.wake, @keys.schedule_wake, payload, at.to_s, (Time.now.to_f * 1000).floor]
+          keys = [
+            @keys.unique(lock),
+            @keys.queue(queue),
+            @keys.queues,
+            @keys.scheduled,
+            @keys.unique_index
+          ]
+          argv = [
+            jid,
+            (ttl * 1000).ceil,
+            queue,
+            @keys.wake,
+            @keys.schedule_wake,
+            payload,
+            at.to_s,
+            (Time.now.to_f * 1000).floor
+          ]
           with { |redis| UNIQUE.call(redis, keys, argv) } == 1
         end
 
         # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
-        def unlock(lock, jid) = with { |redis| UNLOCK.call(redis, [@keys.unique(lock), @keys.unique_index], [jid]) } == 1
+        def unlock(lock, jid)
+          with do |redis|
+            UNLOCK.call(
+              redis,
+              [@keys.unique(lock), @keys.unique_index],
+              [jid]
+            )
+          end == 1
+        end
 
         # The jid of the job holding a lock. @returns [String | Nil]
-        def lock_holder(lock) = with { |redis| redis.call("GET", @keys.unique(lock)) }
+        def lock_holder(lock)
+          with { |redis| redis.call("GET", @keys.unique(lock)) }
+        end
 
         # Deletes every unique lock (part of Store::Redis#clear_all): the locks are found through their index, not by
         # walking the keyspace.
         def clear_unique_locks
           with do |redis|
             locks = redis.call("ZRANGE", @keys.unique_index, 0, -1)
-            (locks << @keys.unique_index).each_slice(CHUNK) { |slice| redis.call_v(["DEL", *slice]) }
+            (locks << @keys.unique_index).each_slice(CHUNK) do |slice|
+              redis.call_v(["DEL", *slice])
+            end
           end
         end
       end

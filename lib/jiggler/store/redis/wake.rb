@@ -30,10 +30,15 @@ module Jiggler
         private
 
         def subscribe
-          raise ConnectionError, "no Redis config to subscribe with" unless @config
+          unless @config
+            raise ConnectionError, "no Redis config to subscribe with"
+          end
           subscription = @config.new_client.pubsub
           subscription.call("SUBSCRIBE", @keys.wake, @keys.schedule_wake)
-          2.times { subscription.next_event(Connection::TIMEOUTS[:read_timeout]) } # the confirmations, not announcements
+          # the confirmations, not announcements
+          2.times do
+            subscription.next_event(Connection::TIMEOUTS[:read_timeout])
+          end
           subscription
         end
       end

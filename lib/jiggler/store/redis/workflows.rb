@@ -22,11 +22,31 @@ module Jiggler
         #   and of the on_complete callbacks that wait for it to end.
         # @parameter on_death [Array(String) | Nil] queue and payload of the job to push when a step first dies.
         def create_workflow(id, steps, on_death: nil)
-          argv = [@keys.wake, @keys.queue(""), steps.size.to_s, id, Time.now.to_f.to_s, *(on_death || ["", ""])]
+          argv = [
+            @keys.wake,
+            @keys.queue(""),
+            steps.size.to_s,
+            id,
+            Time.now.to_f.to_s,
+            *(on_death || ["", ""])
+          ]
           steps.each do |jid, queue, payload, waiting, dependants, callbacks|
-            argv.push(jid, queue, payload, waiting.to_s, dependants.join(","), callbacks.join(","))
+            argv.push(
+              jid,
+              queue,
+              payload,
+              waiting.to_s,
+              dependants.join(","),
+              callbacks.join(",")
+            )
           end
-          with { |redis| WORKFLOW.call(redis, [@keys.workflow(id), @keys.queues, @keys.workflows], argv) }
+          with do |redis|
+            WORKFLOW.call(
+              redis,
+              [@keys.workflow(id), @keys.queues, @keys.workflows],
+              argv
+            )
+          end
           nil
         end
 
@@ -38,10 +58,32 @@ module Jiggler
         # @parameter result [String | Nil] the step's return value as JSON, for its dependants.
         # @parameter retention [Numeric] seconds a finished workflow's state is kept.
         # @returns [Boolean] true when this call completed the step; false when it was done before.
-        def complete_step(process, fetched, workflow:, jid:, result:, reliable:, retention:)
-          keys = [@keys.workflow(workflow), @keys.in_flight(process), @keys.processed, @keys.queues, @keys.workflows]
-          argv = [reliable ? fetched.handle : "", jid, result.to_s, @keys.wake, @keys.queue(""), retention.ceil.to_s,
-            workflow, (Time.now.to_f + retention).to_s]
+        def complete_step(
+          process,
+          fetched,
+          workflow:,
+          jid:,
+          result:,
+          reliable:,
+          retention:
+        )
+          keys = [
+            @keys.workflow(workflow),
+            @keys.in_flight(process),
+            @keys.processed,
+            @keys.queues,
+            @keys.workflows
+          ]
+          argv = [
+            reliable ? fetched.handle : "",
+            jid,
+            result.to_s,
+            @keys.wake,
+            @keys.queue(""),
+            retention.ceil.to_s,
+            workflow,
+            (Time.now.to_f + retention).to_s
+          ]
           with { |redis| STEP.call(redis, keys, argv) } == 1
         end
 
@@ -50,29 +92,54 @@ module Jiggler
         # @returns [Boolean] true for the workflow's first death.
         def step_died(workflow, jid)
           keys = [@keys.workflow(workflow), @keys.queues]
-          with { |redis| DIED.call(redis, keys, [jid, @keys.wake, @keys.queue("")]) } == 1
+          with do |redis|
+            DIED.call(redis, keys, [jid, @keys.wake, @keys.queue("")])
+          end == 1
         end
 
         # The stored results of steps.
         # @returns [Hash(String, String | Nil)] jid => result JSON (nil for a step that returned nil or is not done).
         def step_results(workflow, jids)
           return {} if jids.empty?
-          values = with { |redis| redis.call("HMGET", @keys.workflow(workflow), *jids.map { |jid| "r:#{jid}" }) }
+          values = with do |redis|
+            redis.call(
+              "HMGET",
+              @keys.workflow(workflow),
+              *jids.map { |jid| "r:#{jid}" }
+            )
+          end
           jids.zip(values).to_h
         end
 
-        # Each step's state: "waiting" (for dependencies), "blocked", "released" (queued, running or retrying), "dead" or
-        # "done" (StepState).
+        # Each step's state: "waiting" (for dependencies), "blocked", "released" (queued, running or retrying),
+        # "dead" or "done" (StepState).
         # @returns [Hash(String, String)] jid => state; empty for an unknown or expired workflow.
-        def workflow_steps(workflow) = workflow_graph(workflow).transform_values(&:first)
+        def workflow_steps(workflow)
+          workflow_graph(workflow).transform_values(&:first)
+        end
 
         # Each step's state and the steps that wait for it, for the dashboard's graph.
         # @returns [Hash(String, [String, Array(String)])] jid => [state, dependants' and on_complete callbacks' jids].
         def workflow_graph(workflow)
-          fields = with { |redis| redis.call("HGETALL", @keys.workflow(workflow)) }
-          steps = fields.keys.filter_map { |key| key.delete_prefix("q:") if key.start_with?("q:") }.to_h do |jid|
-            state = StepState.of(fields.key?("done:#{jid}"), fields.key?("n:#{jid}"), fields.key?("dead:#{jid}"))
-            [jid, [state, fields.fetch("d:#{jid}", "").split(","), fields.fetch("c:#{jid}", "").split(",")]]
+          fields = with do |redis|
+            redis.call("HGETALL", @keys.workflow(workflow))
+          end
+          steps = fields.keys.filter_map do |key|
+            key.delete_prefix("q:") if key.start_with?("q:")
+          end.to_h do |jid|
+            state = StepState.of(
+              fields.key?("done:#{jid}"),
+              fields.key?("n:#{jid}"),
+              fields.key?("dead:#{jid}")
+            )
+            [
+              jid,
+              [
+                state,
+                fields.fetch("d:#{jid}", "").split(","),
+                fields.fetch("c:#{jid}", "").split(",")
+              ]
+            ]
           end
           StepState.graph(steps)
         end
@@ -80,7 +147,11 @@ module Jiggler
         # Deletes every workflow's state (part of Store::Redis#clear_all).
         def clear_workflows
           ids = with { |redis| redis.call("ZRANGE", @keys.workflows, 0, -1) }
-          ids.each_slice(CHUNK) { |slice| with { |redis| redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }]) } }
+          ids.each_slice(CHUNK) do |slice|
+            with do |redis|
+              redis.call_v(["DEL", *slice.map { |id| @keys.workflow(id) }])
+            end
+          end
           with { |redis| redis.call("DEL", @keys.workflows) }
         end
       end
