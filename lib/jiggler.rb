@@ -13,12 +13,13 @@ require_relative "jiggler/result"
 require_relative "jiggler/workflow"
 
 # Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing and
-# configuration; the summary, the cleaner and the executor load when first used, so servers that never use them do
-# not carry them. The server (`jiggler/server/launcher`) and the web app load their own parts.
+# configuration; the summary, the cleaner, the executor and JobQueue load when first used, so servers that never use
+# them do not carry them. The server (`jiggler/server/launcher`) and the web app load their own parts.
 module Jiggler
   autoload :Summary, File.expand_path("jiggler/summary", __dir__)
   autoload :Cleaner, File.expand_path("jiggler/cleaner", __dir__)
   autoload :Executor, File.expand_path("jiggler/executor", __dir__)
+  autoload :JobQueue, File.expand_path("jiggler/job_queue", __dir__)
   autoload :Cancellation, File.expand_path("jiggler/cancellation", __dir__)
   autoload :JobStatus, File.expand_path("jiggler/job_status", __dir__)
 

@@ -177,7 +177,7 @@ module Chaos
 
   # An SQLite file of the run's own; its fault is another connection holding the write lock, as a long transaction of
   # another application would: for STALL seconds (every write of every server waits meanwhile), or for LONG_LOCK
-  # seconds, longer than a writer waits (JobQueue::LOCK_TIMEOUT_MS) and than the registration TTL (every write fails
+  # seconds, longer than a writer waits (SQLiteFile::LOCK_TIMEOUT) and than the registration TTL (every write fails
   # for a while and every registration expires, as with Redis down).
   class SQLiteStore
     ACTIONS = %i[kill lock long_lock].freeze

@@ -5,7 +5,7 @@ require "sqlite3"
 require_relative "helper"
 
 # The SQLite file's own faults, the counterparts of Redis cut, stalled or down (redis_faults_test.rb): another process
-# holds the write lock, briefly or longer than a writer waits (JobQueue::LOCK_TIMEOUT_MS, 5 s), at work and at TERM;
+# holds the write lock, briefly or longer than a writer waits (SQLiteFile::LOCK_TIMEOUT, 5 s), at work and at TERM;
 # and a process killed with kill -9 in the middle of a write transaction. (Removing the file or making it read-only
 # does not reach a running server: it keeps its open file, and root, which runs this suite, ignores modes.)
 module SQLiteFaultsTest
