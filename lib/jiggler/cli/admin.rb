@@ -21,8 +21,17 @@ module Jiggler
       # Raised for a command line that names no known command, set or process; printed as one line.
       class UsageError < Error; end
 
-      SETS = {"scheduled" => :scheduled, "retries" => :retry, "retry" => :retry, "dead" => :dead}.freeze
-      SET_ACTIONS = {"retry" => :run, "kill" => :kill, "delete" => :delete}.freeze
+      SETS = {
+        "scheduled" => :scheduled,
+        "retries" => :retry,
+        "retry" => :retry,
+        "dead" => :dead
+      }.freeze
+      SET_ACTIONS = {
+        "retry" => :run,
+        "kill" => :kill,
+        "delete" => :delete
+      }.freeze
       USAGE = <<~TEXT
         Usage: jiggler COMMAND [options]
           status                       processes, queues with size and latency, set sizes and counters
@@ -50,28 +59,46 @@ module Jiggler
         options, args = parse(argv)
         return 0 unless options
         command, *operands = args
-        raise UsageError, "--probe goes with status: jiggler status --probe" if options[:probe] && command != "status"
+        if options[:probe] && command != "status"
+          raise UsageError, "--probe goes with status: jiggler status --probe"
+        end
         arguments = operands_for(command, operands, options)
         configure(options)
         result = Display.data(public_send(:"#{command}_command", *arguments))
         result = probe(result, options[:queues] || []) if options[:probe]
-        puts(options[:json] ? Payload.dump(result) : AdminText.render(command, result))
+        puts(
+          options[:json] ?
+            Payload.dump(result) :
+            AdminText.render(command, result)
+        )
         (result["ok"] == false) ? 1 : 0
-      rescue UsageError, Config::InvalidError, OptionParser::ParseError, Store::ConnectionError => error
-        warn("jiggler: #{Config::Rules.redact(error.message)}") # a Redis URL may carry a password
+      rescue UsageError, Config::InvalidError, OptionParser::ParseError,
+        Store::ConnectionError => error
+        # a Redis URL may carry a password
+        warn("jiggler: #{Config::Rules.redact(error.message)}")
         1
       end
 
       # @returns [Hash] the counters and set sizes, the live processes and the queues.
       def status_command
         stats = Web::Stats.new(store)
-        counts = stats.to_h.slice("processed", "failures", "enqueued", "busy", "scheduled", "retry", "dead")
+        counts = stats.to_h.slice(
+          "processed", "failures", "enqueued", "busy",
+          "scheduled", "retry", "dead"
+        )
         processes = stats.processes.map { |id, info| process_row(id, info) }
-        {"store" => store_name, "counts" => counts, "processes" => processes, "queues" => stats.queues}
+        {
+          "store" => store_name,
+          "counts" => counts,
+          "processes" => processes,
+          "queues" => stats.queues
+        }
       end
 
       # @returns [Hash] every queue that holds jobs or is paused.
-      def queues_command = {"store" => store_name, "queues" => Web::Stats.new(store).queues}
+      def queues_command
+        {"store" => store_name, "queues" => Web::Stats.new(store).queues}
+      end
 
       def pause_command(queue)
         store.pause_queue(queue)
@@ -93,7 +120,10 @@ module Jiggler
 
       # Moves jobs of the scheduled or retry set to the dead set.
       def kill_command(set, name)
-        raise UsageError, "kill takes the scheduled or retries set, not dead (use delete)" if set == :dead
+        if set == :dead
+          raise UsageError,
+            "kill takes the scheduled or retries set, not dead (use delete)"
+        end
         sweep("kill", set, name)
       end
 
@@ -108,7 +138,11 @@ module Jiggler
       # Cancels a job wherever it is (Jiggler::Cancellation), recorded as cancelled by this command.
       # @returns [Hash] the jid and "removed" (it was waiting) or "requested" (running, or not found waiting).
       def cancel_command(jid)
-        result = Cancellation.cancel(store, jid, by: "jiggler cancel (#{ENV.fetch("USER", "?")}@#{Socket.gethostname})")
+        result = Cancellation.cancel(
+          store,
+          jid,
+          by: "jiggler cancel (#{ENV.fetch("USER", "?")}@#{Socket.gethostname})"
+        )
         {"jid" => jid, "result" => result.to_s}
       end
 
@@ -120,10 +154,18 @@ module Jiggler
       # @raises [UsageError] for a workflow the store does not know (finished long ago, or never started).
       def workflow_command(id)
         steps = store.workflow_steps(id)
-        raise UsageError, "no workflow #{id.inspect} in #{store_name} (finished and expired, or never started)" if steps.empty?
+        if steps.empty?
+          raise UsageError,
+            "no workflow #{id.inspect} in #{store_name} " \
+            "(finished and expired, or never started)"
+        end
         by_state = steps.keys.group_by { |jid| steps[jid] }
-        {"workflow" => id, "states" => by_state.transform_values(&:size).sort.to_h,
-         "dead" => by_state.fetch("dead", []), "blocked" => by_state.fetch("blocked", [])}
+        {
+          "workflow" => id,
+          "states" => by_state.transform_values(&:size).sort.to_h,
+          "dead" => by_state.fetch("dead", []),
+          "blocked" => by_state.fetch("blocked", [])
+        }
       end
 
       private
@@ -135,7 +177,9 @@ module Jiggler
 
       # Replaces the status with the probe's verdict on it (see Probe).
       def probe(status, queues)
-        Probe.new(Web::Stats.new(store).processes, queues).to_h.merge("store" => status["store"])
+        Probe.new(Web::Stats.new(store).processes, queues)
+          .to_h
+          .merge("store" => status["store"])
       end
 
       def parse(argv)
@@ -143,19 +187,52 @@ module Jiggler
         args = OptionParser.new do |opts|
           opts.banner = USAGE
           opts.separator("Options:")
-          opts.on("--json", "print JSON instead of tables") { options[:json] = true }
-          opts.on("--class NAME", "only the jobs of this class (retry, kill, delete)") { |v| options[:class] = v }
-          opts.on("--probe", "status: exit 1 unless a live server works the -q queues (a health check)") do
+          opts.on("--json", "print JSON instead of tables") do
+            options[:json] = true
+          end
+          opts.on(
+            "--class NAME",
+            "only the jobs of this class (retry, kill, delete)"
+          ) do |v|
+            options[:class] = v
+          end
+          opts.on(
+            "--probe",
+            "status: exit 1 unless a live server works the -q queues " \
+            "(a health check)"
+          ) do
             options[:probe] = true
           end
-          opts.on("-q", "--queue QUEUE1,QUEUE2", "with --probe: queues a live server must work (repeat -q for more)") do |v|
-            (options[:queues] ||= []).concat(v.split(",").grep_v(INTEGER)) # a -q critical,10 of the server's
+          opts.on(
+            "-q",
+            "--queue QUEUE1,QUEUE2",
+            "with --probe: queues a live server must work (repeat -q for more)"
+          ) do |v|
+            # a -q critical,10 of the server's
+            (options[:queues] ||= []).concat(v.split(",").grep_v(INTEGER))
           end
-          opts.on("-r", "--require PATH", "file that configures jiggler (Jiggler.configure ...), or a Rails app directory") do |v|
+          opts.on(
+            "-r",
+            "--require PATH",
+            "file that configures jiggler (Jiggler.configure ...), " \
+            "or a Rails app directory"
+          ) do |v|
             options[:require] = v
           end
-          opts.on("-C", "--config PATH", "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)") { |v| options[:config_file] = v }
-          opts.on("-e", "--environment ENV", "environment section of the config file") { |v| options[:environment] = v }
+          opts.on(
+            "-C",
+            "--config PATH",
+            "YAML config file (default #{DEFAULT_CONFIG_FILE} if present)"
+          ) do |v|
+            options[:config_file] = v
+          end
+          opts.on(
+            "-e",
+            "--environment ENV",
+            "environment section of the config file"
+          ) do |v|
+            options[:environment] = v
+          end
           opts.on("-h", "--help", "print this help") do
             puts opts
             return nil
@@ -168,35 +245,52 @@ module Jiggler
       def operands_for(command, operands, options)
         case command
         when "status", "queues" then expect(command, operands, [])
-        when "pause", "resume", "clear" then queue_named(command, expect(command, operands, ["QUEUE"]))
+        when "pause", "resume", "clear"
+          queue_named(command, expect(command, operands, ["QUEUE"]))
         when "quiet", "stop" then expect(command, operands, ["PROCESS"])
         when "cancel", "job" then expect(command, operands, ["JID"])
         when "workflow" then expect(command, operands, ["ID"])
-        else [set_named(expect(command, operands, ["SET"]).first), options[:class]]
+        else
+          [
+            set_named(expect(command, operands, ["SET"]).first),
+            options[:class]
+          ]
         end
       end
 
       def expect(command, operands, names)
         return operands if operands.size == names.size
-        raise UsageError, "#{command} takes #{names.empty? ? "no arguments" : names.join(" ")} (got #{operands.size}); see jiggler #{command} -h"
+        raise UsageError,
+          "#{command} takes " \
+          "#{names.empty? ? "no arguments" : names.join(" ")} " \
+          "(got #{operands.size}); see jiggler #{command} -h"
       end
 
       # A queue name the dashboard can also show and act on (QueueName.valid?).
       def queue_named(command, operands)
         return operands if QueueName.valid?(operands.first)
-        raise UsageError, "#{command} #{operands.first.inspect}: not #{QueueName::RULE}"
+        raise UsageError,
+          "#{command} #{operands.first.inspect}: not #{QueueName::RULE}"
       end
 
       def set_named(name)
-        SETS.fetch(name) { raise UsageError, "unknown set #{name.inspect}; use scheduled, retries or dead" }
+        SETS.fetch(name) do
+          raise UsageError,
+            "unknown set #{name.inspect}; use scheduled, retries or dead"
+        end
       end
 
       # Applies the server's config file and `-r` file, so the command sees the store the servers use.
       def configure(options)
         config = Jiggler.config
-        config.apply_flags(environment: options[:environment]) if options[:environment]
-        path = options[:config_file] || (DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE))
-        config.apply_file(Config::YAMLFile.load(path, config[:environment])) if path
+        if options[:environment]
+          config.apply_flags(environment: options[:environment])
+        end
+        path = options[:config_file] ||
+          (DEFAULT_CONFIG_FILE if ::File.exist?(DEFAULT_CONFIG_FILE))
+        if path
+          config.apply_file(Config::YAMLFile.load(path, config[:environment]))
+        end
         load_file(options[:require]) if options[:require]
         check_sqlite_file(config)
       end
@@ -207,41 +301,83 @@ module Jiggler
         return unless config.store_kind == :sqlite
         path = config[:sqlite_path].to_s
         return if ::File.exist?(path) || Config::SQLitePath.in_memory?(path)
-        raise UsageError, "no store file exists at #{path} (sqlite_path or JIGGLER_SQLITE_PATH); " \
+        raise UsageError,
+          "no store file exists at #{path} " \
+          "(sqlite_path or JIGGLER_SQLITE_PATH); " \
           "point it at the file your servers use, or set REDIS_URL"
       end
 
       # Loads the `-r` file; for a Rails app (`-r .`), config/environment.rb, as the server does, without eager loading.
       def load_file(path)
-        file = ::File.directory?(path) ? ::File.join(path, "config", "environment.rb") : path
-        raise UsageError, "cannot load #{file}: no such file" unless ::File.file?(file)
-        Rails::Boot.require_app(::File.expand_path(file), Jiggler.config, eager_load: false)
+        file = ::File.directory?(path) ?
+          ::File.join(path, "config", "environment.rb") :
+          path
+        unless ::File.file?(file)
+          raise UsageError, "cannot load #{file}: no such file"
+        end
+        Rails::Boot.require_app(
+          ::File.expand_path(file), Jiggler.config, eager_load: false
+        )
       rescue ScriptError, StandardError => error
         raise if error.is_a?(UsageError)
-        raise UsageError, "#{file} failed to load: #{error.class}: #{error.message.lines.first&.strip}"
+        raise UsageError,
+          "#{file} failed to load: #{error.class}: " \
+          "#{error.message.lines.first&.strip}"
       end
 
       def sweep(command, set, name)
-        count = SetActions.sweep(store, set, SET_ACTIONS.fetch(command), name: name)
-        {"set" => SETS.key(set).then { |key| (key == "retry") ? "retries" : key }, "class" => name, "count" => count}
+        count = SetActions.sweep(
+          store, set, SET_ACTIONS.fetch(command), name: name
+        )
+        {
+          "set" => SETS.key(set).then do |key|
+            (key == "retry") ? "retries" : key
+          end,
+          "class" => name,
+          "count" => count
+        }
       end
 
       def signal(request, target)
-        matches = Web::Stats.new(store).processes.select { |id, info| names_of(id, info).include?(target) }
-        raise UsageError, "no live process is #{target.inspect} (see jiggler status)" if matches.empty?
+        matches = Web::Stats.new(store).processes.select do |id, info|
+          names_of(id, info).include?(target)
+        end
+        if matches.empty?
+          raise UsageError,
+            "no live process is #{target.inspect} (see jiggler status)"
+        end
         matches.each { |id, _| store.signal_process(id, request) }
-        {"signal" => request, "processes" => matches.map { |id, info| process_row(id, info) }}
+        {
+          "signal" => request,
+          "processes" => matches.map { |id, info| process_row(id, info) }
+        }
       end
 
       # The ways a process may be named on the command line.
-      def names_of(id, info) = [id, info["name"], info["hostname"], "#{info["hostname"]}:#{info["pid"]}"]
+      def names_of(id, info)
+        [
+          id,
+          info["name"],
+          info["hostname"],
+          "#{info["hostname"]}:#{info["pid"]}"
+        ]
+      end
 
       # A process as the commands show it; fields of unexpected types (a forged or foreign heartbeat) read as 0 or nil.
       def process_row(id, info)
-        running = info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
-        {"id" => id, "host" => "#{info["hostname"]}:#{info["pid"]}", "busy" => running,
-         "concurrency" => whole(info["concurrency"]), "queues" => info["queues"], "quiet" => info["quiet"] == true,
-         "heartbeat" => Display.number(info["heartbeat"]), "started_at" => whole(info["started_at"])}
+        running = info["current_jobs"].is_a?(Hash) ?
+          info["current_jobs"].size :
+          0
+        {
+          "id" => id,
+          "host" => "#{info["hostname"]}:#{info["pid"]}",
+          "busy" => running,
+          "concurrency" => whole(info["concurrency"]),
+          "queues" => info["queues"],
+          "quiet" => info["quiet"] == true,
+          "heartbeat" => Display.number(info["heartbeat"]),
+          "started_at" => whole(info["started_at"])
+        }
       end
 
       # A finite number, or a String of one, as an Integer; 0 for anything else.

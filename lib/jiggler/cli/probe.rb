@@ -15,9 +15,16 @@ module Jiggler
 
       # @returns [Hash] "ok", the identities of the working servers, and the queues that no working server works.
       def to_h
-        missing = @queues.reject { |queue| @working.any? { |_, info| queues_of(info).include?(queue) } }
+        missing = @queues.reject do |queue|
+          @working.any? { |_, info| queues_of(info).include?(queue) }
+        end
         ok = missing.empty? && @working.any?
-        {"ok" => ok, "servers" => @working.map(&:first), "queues" => @queues, "missing" => missing}
+        {
+          "ok" => ok,
+          "servers" => @working.map(&:first),
+          "queues" => @queues,
+          "missing" => missing
+        }
       end
 
       private

@@ -16,14 +16,18 @@ module Jiggler
 
       # @returns [String] the lines of the table, each ending with a newline.
       def to_s
-        widths = @headers.each_index.map { |index| ([@headers] + @rows).map { |row| row[index].length }.max }
+        widths = @headers.each_index.map do |index|
+          ([@headers] + @rows).map { |row| row[index].length }.max
+        end
         ([@headers] + @rows).map { |row| line(row, widths) }.join
       end
 
       private
 
       def line(row, widths)
-        cells = row.each_with_index.map { |cell, index| @right[index] ? cell.rjust(widths[index]) : cell.ljust(widths[index]) }
+        cells = row.each_with_index.map do |cell, index|
+          @right[index] ? cell.rjust(widths[index]) : cell.ljust(widths[index])
+        end
         "#{cells.join("  ").rstrip}\n"
       end
     end

@@ -21,7 +21,9 @@ module Jiggler
       # @raises [InvalidError] naming `config[:database_url]`, with the value redacted.
       def check(value)
         return value if value.nil? || url?(value)
-        raise InvalidError, "config[:database_url] must be #{SCHEMES} (got #{Redaction.url(value)})"
+        raise InvalidError,
+          "config[:database_url] must be #{SCHEMES} " \
+          "(got #{Redaction.url(value)})"
       end
 
       def url?(value)

@@ -37,7 +37,9 @@ module Jiggler
       # @raises [InvalidError] in one line naming the file, and the task when one is wrong.
       def tasks(path, environment)
         require_relative "../recurring_task"
-        load(path, environment).to_h { |name, settings| [name.to_s, RecurringTask.build(name, settings)] }
+        load(path, environment).to_h do |name, settings|
+          [name.to_s, RecurringTask.build(name, settings)]
+        end
       rescue InvalidError => error
         raise if error.message.start_with?("config file #{path}")
         raise InvalidError, "#{path}: #{error.message}"

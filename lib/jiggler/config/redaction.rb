@@ -35,7 +35,9 @@ module Jiggler
         return well_formed(text).inspect if well_formed?(text)
         found = {"scheme" => text[SCHEME, 1], "host" => host(text)}.compact
         return MALFORMED if found.empty?
-        "a malformed URL (#{found.map { |name, part| "#{name} #{part.inspect}" }.join(", ")}; the rest not shown)"
+        "a malformed URL (" \
+          "#{found.map { |name, part| "#{name} #{part.inspect}" }.join(", ")}" \
+          "; the rest not shown)"
       end
 
       # A text with the credentials of every URL in it replaced by `***`: the last guard on an error message, which
@@ -47,7 +49,8 @@ module Jiggler
       # Whether a value has the form of a URL that can be shown redacted.
       def well_formed?(text)
         return false unless WELL_FORMED.match?(text)
-        text.start_with?("redis+sentinel://") || !URI.parse(text).nil? # URI does not parse a list of sentinels
+        # URI does not parse a list of sentinels
+        text.start_with?("redis+sentinel://") || !URI.parse(text).nil?
       rescue URI::InvalidURIError
         false
       end

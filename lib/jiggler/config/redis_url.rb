@@ -23,7 +23,13 @@ module Jiggler
       def check(value)
         return value if value.nil?
         uri = parse(value) or refuse("must be #{SCHEMES}", value)
-        refuse("must name its database by a non-negative integer, as in redis://host:6379/0", value) unless db?(uri)
+        unless db?(uri)
+          refuse(
+            "must name its database by a non-negative integer, " \
+            "as in redis://host:6379/0",
+            value
+          )
+        end
         value
       end
 
@@ -41,13 +47,15 @@ module Jiggler
         return true if uri == true
         path = uri.path.to_s.delete_prefix("/")
         query = URI.decode_www_form(uri.query.to_s).to_h
-        (uri.scheme == "unix" || path.empty? || DB.match?(path)) && (!query.key?("db") || DB.match?(query["db"]))
+        (uri.scheme == "unix" || path.empty? || DB.match?(path)) &&
+          (!query.key?("db") || DB.match?(query["db"]))
       rescue ArgumentError
         false # a query URI cannot decode
       end
 
       def refuse(rule, value)
-        raise InvalidError, "config[:redis_url] #{rule} (got #{Redaction.url(value)})"
+        raise InvalidError,
+          "config[:redis_url] #{rule} (got #{Redaction.url(value)})"
       end
       private_class_method :parse, :db?, :refuse
     end

@@ -24,12 +24,15 @@ module Jiggler
       def check(key, value)
         case key
         when :concurrency then concurrency(value)
-        when :client_concurrency, :dead_max_jobs, :max_crashes then positive_integer(key, value)
-        when :timeout, :stats_interval, :poll_interval, :dead_timeout, :recovery_timeout, :done_retention,
-          :metrics_retention
+        when :client_concurrency, :dead_max_jobs, :max_crashes
+          positive_integer(key, value)
+        when :timeout, :stats_interval, :poll_interval, :dead_timeout,
+          :recovery_timeout, :done_retention, :metrics_retention
           positive_number(key, value)
-        when :client_async, :poller_enabled, :metrics, :transactional_enqueue then boolean(key, value)
-        when :environment, :require, :config_file, :recurring_file then optional_string(key, value)
+        when :client_async, :poller_enabled, :metrics, :transactional_enqueue
+          boolean(key, value)
+        when :environment, :require, :config_file, :recurring_file
+          optional_string(key, value)
         when :sqlite_path then SQLitePath.check(value)
         when :sqlite_synchronous then synchronous(value)
         when :redis_url then RedisURL.check(value)
@@ -63,55 +66,109 @@ module Jiggler
       # Normalizes a list of queues to `[name, priority]` pairs, highest priority first (ties keep their order).
       def queues(value)
         list = value.is_a?(String) ? [value] : value
-        fail!(:queues, "a non-empty Array of names or [name, priority] pairs", value) unless list.is_a?(Array) && list.any?
+        unless list.is_a?(Array) && list.any?
+          fail!(
+            :queues,
+            "a non-empty Array of names or [name, priority] pairs",
+            value
+          )
+        end
         pairs = list.map { |entry| queue_pair(entry) }
         repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
-        fail!(:queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
-        pairs.each_with_index.sort_by { |(_, priority), index| [-priority, index] }.map(&:first)
+        if repeated.any?
+          fail!(
+            :queues,
+            "a list without repeated names " \
+            "(#{repeated.join(", ")} appears twice)",
+            value
+          )
+        end
+        pairs.each_with_index
+          .sort_by { |(_, priority), index| [-priority, index] }
+          .map(&:first)
       end
 
       # Normalizes weighted queues, a Hash of names to weights or [name, weight] pairs, to `[name, weight]` pairs.
       def weighted_queues(value)
         list = value.is_a?(Hash) ? value.to_a : value
-        unless list.is_a?(Array) && list.any? && list.all? { |entry| weighted_pair?(entry) }
-          fail!(:weighted_queues, "queue names with a positive Integer weight each ({\"critical\" => 6, \"default\" => 1})", value)
+        unless list.is_a?(Array) && list.any? &&
+            list.all? { |entry| weighted_pair?(entry) }
+          fail!(
+            :weighted_queues,
+            "queue names with a positive Integer weight each " \
+            "({\"critical\" => 6, \"default\" => 1})",
+            value
+          )
         end
         pairs = list.map { |name, weight| [name.to_s, weight] }
         repeated = pairs.map(&:first).tally.select { |_, count| count > 1 }.keys
-        fail!(:weighted_queues, "a list without repeated names (#{repeated.join(", ")} appears twice)", value) if repeated.any?
+        if repeated.any?
+          fail!(
+            :weighted_queues,
+            "a list without repeated names " \
+            "(#{repeated.join(", ")} appears twice)",
+            value
+          )
+        end
         pairs
       end
 
       # Reads recurring tasks (see RecurringTask), loading fugit only when there are some.
       # @returns [Hash(String, RecurringTask)]
       def recurring(value)
-        fail!(:recurring, "a Hash of task names to their settings (class:, schedule:, args:, queue:)", value) unless value.is_a?(Hash)
+        unless value.is_a?(Hash)
+          fail!(
+            :recurring,
+            "a Hash of task names to their settings " \
+            "(class:, schedule:, args:, queue:)",
+            value
+          )
+        end
         return {}.freeze if value.empty?
         require_relative "../recurring_task"
-        value.to_h { |name, task| [name.to_s, task.is_a?(RecurringTask) ? task : RecurringTask.build(name, task)] }.freeze
+        value.to_h do |name, task|
+          [
+            name.to_s,
+            task.is_a?(RecurringTask) ? task : RecurringTask.build(name, task)
+          ]
+        end.freeze
       end
 
       def recurring_missed(value)
         missed = value.is_a?(String) ? value.to_sym : value
         return missed if RECURRING_MISSED.include?(missed)
-        fail!(:recurring_missed, "one of #{RECURRING_MISSED.map(&:inspect).join(", ")}", value)
+        fail!(
+          :recurring_missed,
+          "one of #{RECURRING_MISSED.map(&:inspect).join(", ")}",
+          value
+        )
       end
 
       def log_format(value)
         format = value.is_a?(String) ? value.to_sym : value
         return format if Logger::FORMATS.include?(format)
-        fail!(:log_format, "one of #{Logger::FORMATS.map(&:inspect).join(", ")}", value)
+        fail!(
+          :log_format,
+          "one of #{Logger::FORMATS.map(&:inspect).join(", ")}",
+          value
+        )
       end
 
       def unknown_key_message(key)
-        "unknown jiggler setting #{key.inspect}; known settings: #{DEFAULTS.keys.join(", ")}"
+        "unknown jiggler setting #{key.inspect}; " \
+          "known settings: #{DEFAULTS.keys.join(", ")}"
       end
 
       def queue_pair(entry)
         name, priority = entry.is_a?(Array) ? entry : [entry, 0]
         name = name.to_s if name.is_a?(Symbol)
-        unless QueueName.valid?(name) && priority.is_a?(Integer) && (entry.is_a?(Array) ? entry.size == 2 : true)
-          fail!(:queues, "names (#{QueueName::RULE}), or [name, Integer priority] pairs", entry)
+        unless QueueName.valid?(name) && priority.is_a?(Integer) &&
+            (entry.is_a?(Array) ? entry.size == 2 : true)
+          fail!(
+            :queues,
+            "names (#{QueueName::RULE}), or [name, Integer priority] pairs",
+            entry
+          )
         end
         [name, priority]
       end
@@ -119,7 +176,8 @@ module Jiggler
       def weighted_pair?(entry)
         name, weight = entry
         name = name.to_s if name.is_a?(Symbol)
-        entry.is_a?(Array) && entry.size == 2 && QueueName.valid?(name) && weight.is_a?(Integer) && weight.positive?
+        entry.is_a?(Array) && entry.size == 2 && QueueName.valid?(name) &&
+          weight.is_a?(Integer) && weight.positive?
       end
 
       # A text with the credentials of every URL in it replaced by "***", for messages and logs (see Redaction).
@@ -130,7 +188,9 @@ module Jiggler
       def processes(value)
         return "auto" if value.to_s == "auto"
         return value if value.is_a?(Integer) && value.positive?
-        fail!(:processes, "a positive Integer or \"auto\" (one per core)", value)
+        fail!(
+          :processes, "a positive Integer or \"auto\" (one per core)", value
+        )
       end
 
       def synchronous(value)
@@ -145,8 +205,12 @@ module Jiggler
       end
 
       def concurrency(value)
-        return value if value.is_a?(Integer) && value.between?(1, CONCURRENCY_MAX)
-        fail!(:concurrency, "a positive Integer up to #{CONCURRENCY_MAX}", value)
+        if value.is_a?(Integer) && value.between?(1, CONCURRENCY_MAX)
+          return value
+        end
+        fail!(
+          :concurrency, "a positive Integer up to #{CONCURRENCY_MAX}", value
+        )
       end
 
       def positive_integer(key, value)
@@ -174,17 +238,29 @@ module Jiggler
       end
 
       def pool(key, value)
-        return value if value.nil? || value.respond_to?(:acquire) || value.respond_to?(:with)
-        fail!(key, "a connection pool that responds to #acquire (Async::Pool) or #with (ConnectionPool)", value)
+        if value.nil? || value.respond_to?(:acquire) ||
+            value.respond_to?(:with)
+          return value
+        end
+        fail!(
+          key,
+          "a connection pool that responds to #acquire (Async::Pool) " \
+          "or #with (ConnectionPool)",
+          value
+        )
       end
 
       def handlers(key, value)
-        return value.dup if value.is_a?(Array) && value.all? { |handler| handler.respond_to?(:call) }
+        if value.is_a?(Array) &&
+            value.all? { |handler| handler.respond_to?(:call) }
+          return value.dup
+        end
         fail!(key, "an Array of objects that respond to #call", value)
       end
 
       def fail!(key, allowed, value)
-        raise InvalidError, "config[:#{key}] must be #{allowed} (got #{value.inspect})"
+        raise InvalidError,
+          "config[:#{key}] must be #{allowed} (got #{value.inspect})"
       end
     end
   end

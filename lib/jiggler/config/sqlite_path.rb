@@ -9,7 +9,8 @@ module Jiggler
     # private to the connection that opens it, so jobs enqueued there would never run; it is refused at boot and
     # again by the store when it first opens one.
     module SQLitePath
-      RULE = "a non-empty String naming a file (not \":memory:\" or a file: URI with mode=memory, " \
+      RULE = "a non-empty String naming a file " \
+        "(not \":memory:\" or a file: URI with mode=memory, " \
         "an in-memory database no other process sees)"
       # URI parameters that open a database in memory: SQLite's memory mode, and its memdb VFS.
       MEMORY_PARAMETERS = [%w[mode memory], %w[vfs memdb]].freeze
@@ -22,8 +23,11 @@ module Jiggler
       # @returns [String | Nil] the value.
       # @raises [InvalidError] naming `config[:sqlite_path]`.
       def check(value)
-        return value if value.nil? || (value.is_a?(String) && !in_memory?(value))
-        raise InvalidError, "config[:sqlite_path] must be #{RULE} (got #{value.inspect})"
+        if value.nil? || (value.is_a?(String) && !in_memory?(value))
+          return value
+        end
+        raise InvalidError,
+          "config[:sqlite_path] must be #{RULE} (got #{value.inspect})"
       end
 
       # Whether SQLite would open a database no other connection sees.
@@ -37,7 +41,9 @@ module Jiggler
       end
 
       def memory_mode?(query)
-        query.split("&").any? { |pair| MEMORY_PARAMETERS.include?(pair.split("=", 2).map(&:downcase)) }
+        query.split("&").any? do |pair|
+          MEMORY_PARAMETERS.include?(pair.split("=", 2).map(&:downcase))
+        end
       end
       private_class_method :memory_mode?
     end

@@ -93,7 +93,9 @@ module Jiggler
       def wait_for_items(delay)
         # Producers signal only when the waiting dispatcher can act, not on every push.
         @wanted = @items.empty? ? 1 : @limit
-        delay.infinite? ? @not_empty.wait(@mutex) : @not_empty.wait(@mutex, delay)
+        delay.infinite? ?
+          @not_empty.wait(@mutex) :
+          @not_empty.wait(@mutex, delay)
       ensure
         @wanted = Float::INFINITY
       end

@@ -34,7 +34,10 @@ module Jiggler
           @pool.assign(*batch)
         end
       rescue => error
-        @logger&.error("executor dispatcher #{Thread.current.name} stopped: #{error.class}: #{error.message}")
+        @logger&.error(
+          "executor dispatcher #{Thread.current.name} stopped: " \
+          "#{error.class}: #{error.message}"
+        )
         raise
       end
     end

@@ -21,7 +21,9 @@ module Jiggler
       # @raises [Executor::KilledError] when the executor was killed before the item was processed.
       # @asynchronous Blocks the thread, or only the fiber inside an Async reactor.
       def get
-        @mutex.synchronize { @settled.wait(@mutex) while @state == :pending } if @state == :pending
+        if @state == :pending
+          @mutex.synchronize { @settled.wait(@mutex) while @state == :pending }
+        end
         raise @error if @state == :rejected
         @value
       end

@@ -6,8 +6,9 @@ module Jiggler
     # `Executor.interval(0.1).threads(4).batch(true).new`. As proco's options do, a value of the wrong type raises
     # TypeError (interval not a number, a count not an Integer) and a value out of range or not among the allowed
     # ones ArgumentError (a count below 1, a negative interval, a batch that is not true or false). A logger that
-    # cannot log raises TypeError (proco takes anything and fails when it logs). Each setter returns a new Options with that one value
-    # changed, so a partly built Options can be kept and extended in several ways; `new` builds the executor.
+    # cannot log raises TypeError (proco takes anything and fails when it logs). Each setter returns a new Options
+    # with that one value changed, so a partly built Options can be kept and extended in several ways; `new` builds
+    # the executor.
     class Options
       DEFAULTS = {
         threads: 1,
@@ -25,7 +26,11 @@ module Jiggler
       # @raises [ArgumentError] for an unknown key, a value out of range or a batch that is not true or false.
       def initialize(**values)
         unknown = values.keys - DEFAULTS.keys
-        raise ArgumentError, "unknown executor option #{unknown.first.inspect} (known: #{DEFAULTS.keys.join(", ")})" if unknown.any?
+        if unknown.any?
+          raise ArgumentError,
+            "unknown executor option #{unknown.first.inspect} " \
+            "(known: #{DEFAULTS.keys.join(", ")})"
+        end
         @values = DEFAULTS.merge(values).freeze
         check
         freeze
@@ -68,7 +73,11 @@ module Jiggler
       # @returns [Hash] every setting, defaults included.
       def to_h = @values
 
-      def inspect = "#<#{self.class} #{@values.map { |key, value| "#{key}=#{value.inspect}" }.join(" ")}>"
+      def inspect
+        "#<#{self.class} " \
+          "#{@values.map { |key, value| "#{key}=#{value.inspect}" }.join(" ")}" \
+          ">"
+      end
 
       private
 
@@ -80,27 +89,40 @@ module Jiggler
         check_interval
         # One of a set of values, not a type: ArgumentError, as proco's option_initializer raises for a set.
         unless [true, false].include?(@values[:batch])
-          raise ArgumentError, "executor batch must be true or false (got #{@values[:batch].inspect})"
+          raise ArgumentError,
+            "executor batch must be true or false " \
+            "(got #{@values[:batch].inspect})"
         end
         logger = @values[:logger]
-        refuse_type(:logger, "a Logger (or nil)") unless logger.nil? || LOG_LEVELS.all? { |level| logger.respond_to?(level) }
+        unless logger.nil? ||
+            LOG_LEVELS.all? { |level| logger.respond_to?(level) }
+          refuse_type(:logger, "a Logger (or nil)")
+        end
       end
 
       def check_interval
         interval = @values[:interval]
-        refuse_type(:interval, "a number of seconds") unless interval.is_a?(Numeric) && interval.real?
+        unless interval.is_a?(Numeric) && interval.real?
+          refuse_type(:interval, "a number of seconds")
+        end
         return if interval >= 0 && interval.finite?
-        raise ArgumentError, "executor interval must be a number of seconds, 0 or more (got #{interval.inspect})"
+        raise ArgumentError,
+          "executor interval must be a number of seconds, 0 or more " \
+          "(got #{interval.inspect})"
       end
 
       def positive_integer(key)
         value = @values[key]
         refuse_type(key, "a positive Integer") unless value.is_a?(Integer)
-        raise ArgumentError, "executor #{key} must be a positive Integer (got #{value.inspect})" unless value.positive?
+        unless value.positive?
+          raise ArgumentError,
+            "executor #{key} must be a positive Integer (got #{value.inspect})"
+        end
       end
 
       def refuse_type(key, allowed)
-        raise TypeError, "executor #{key} must be #{allowed} (got #{@values[key].inspect})"
+        raise TypeError,
+          "executor #{key} must be #{allowed} (got #{@values[key].inspect})"
       end
     end
   end

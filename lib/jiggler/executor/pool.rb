@@ -83,9 +83,14 @@ module Jiggler
       def perform(items, futures)
         value = @batch ? @block.call(items) : @block.call(items.first)
         settle(futures) { |future| future.resolve(value) }
-      rescue Exception => error # rubocop:disable Lint/RescueException -- not swallowed: `Future#get` re-raises it to the caller
+      # not swallowed: `Future#get` re-raises it to the caller
+      rescue Exception => error # rubocop:disable Lint/RescueException
         # Logged too: an item submitted with `submit!` whose future nobody reads would fail without a trace.
-        @logger&.error("executor block raised #{error.class}: #{error.message} (#{items.size} item#{"s" unless items.size == 1}; their futures re-raise it)")
+        @logger&.error(
+          "executor block raised #{error.class}: #{error.message} " \
+          "(#{items.size} item#{"s" unless items.size == 1}; " \
+          "their futures re-raise it)"
+        )
         settle(futures) { |future| future.reject(error) }
       end
 

@@ -12,7 +12,9 @@ module Jiggler
       # @returns [Enumerator]
       def enum_range(start, finish, cursor:)
         unless start.is_a?(Integer) && finish.is_a?(Integer)
-          raise ArgumentError, "enum_range takes Integer bounds (got #{start.inspect}, #{finish.inspect})"
+          raise ArgumentError,
+            "enum_range takes Integer bounds " \
+            "(got #{start.inspect}, #{finish.inspect})"
         end
         from = cursor.nil? ? start : Iteration.integer_cursor!(cursor) + 1
         Enumerator.new(finish - from + 1) do |yielder|
@@ -29,7 +31,9 @@ module Jiggler
       # @parameter cursor [Integer | Nil] the index of the last element done.
       # @returns [Enumerator]
       def enum_array(array, cursor:)
-        raise ArgumentError, "enum_array takes an Array (got #{array.class})" unless array.is_a?(Array)
+        unless array.is_a?(Array)
+          raise ArgumentError, "enum_array takes an Array (got #{array.class})"
+        end
         from = cursor.nil? ? 0 : Iteration.integer_cursor!(cursor) + 1
         Enumerator.new([array.size - from, 0].max) do |yielder|
           index = from
@@ -45,10 +49,17 @@ module Jiggler
       # @parameter cursor [Integer | Nil] the number of the last slice done.
       # @returns [Enumerator]
       def enum_slices(array, size, cursor:)
-        raise ArgumentError, "enum_slices takes an Array (got #{array.class})" unless array.is_a?(Array)
-        raise ArgumentError, "enum_slices takes a slice size >= 1 (got #{size.inspect})" unless size.is_a?(Integer) && size >= 1
+        unless array.is_a?(Array)
+          raise ArgumentError, "enum_slices takes an Array (got #{array.class})"
+        end
+        unless size.is_a?(Integer) && size >= 1
+          raise ArgumentError,
+            "enum_slices takes a slice size >= 1 (got #{size.inspect})"
+        end
         slices = enum_array(array.each_slice(size).to_a, cursor: cursor)
-        Enumerator.new(slices.size) { |yielder| slices.each { |slice, number| yielder.yield(slice, number) } }
+        Enumerator.new(slices.size) do |yielder|
+          slices.each { |slice, number| yielder.yield(slice, number) }
+        end
       end
     end
   end

@@ -21,9 +21,13 @@ module Jiggler
       def with_options(**options)
         fixed = options.keys & Options::OPTIONAL
         unless fixed.empty?
-          raise ArgumentError, "#{fixed.join(", ")} can only be set with job_options in #{@job_class}, not with_options"
+          raise ArgumentError,
+            "#{fixed.join(", ")} can only be set with job_options " \
+            "in #{@job_class}, not with_options"
         end
-        Enqueuer.new(@job_class, Options.merge(@options, options), client: @client)
+        Enqueuer.new(
+          @job_class, Options.merge(@options, options), client: @client
+        )
       end
 
       # Enqueues one job now. @returns [String] its id.
@@ -34,32 +38,47 @@ module Jiggler
       # @returns [Array(String)] the ids, in order.
       def enqueue_bulk(args_list)
         unless args_list.is_a?(Array) && args_list.all?(Array)
-          raise ArgumentError, "enqueue_bulk takes an Array of argument Arrays, e.g. [[1, 2], [3, 4]]"
+          raise ArgumentError,
+            "enqueue_bulk takes an Array of argument Arrays, " \
+            "e.g. [[1, 2], [3, 4]]"
         end
         push(args_list)
       end
 
       # Enqueues one job to run after a delay. @returns [String] its id.
       def enqueue_in(seconds, *args)
-        raise ArgumentError, "enqueue_in takes a number of seconds (got #{seconds.inspect})" unless finite?(seconds)
+        unless finite?(seconds)
+          raise ArgumentError,
+            "enqueue_in takes a number of seconds (got #{seconds.inspect})"
+        end
         push([args], at: Time.now.to_f + seconds).first
       end
 
       # Enqueues one job to run at a time. @returns [String] its id.
       def enqueue_at(time, *args)
         at = time.is_a?(Time) ? time.to_f : time
-        raise ArgumentError, "enqueue_at takes a Time or epoch seconds (got #{time.inspect})" unless finite?(at)
+        unless finite?(at)
+          raise ArgumentError,
+            "enqueue_at takes a Time or epoch seconds (got #{time.inspect})"
+        end
         push([args], at: at.to_f).first
       end
 
       private
 
       def push(args_list, at: nil)
-        name = @job_class.name or raise ArgumentError, "anonymous classes cannot be jobs: give #{@job_class} a name"
+        name = @job_class.name or raise ArgumentError,
+          "anonymous classes cannot be jobs: give #{@job_class} a name"
         if @options[:batch_size] && !@job_class.method_defined?(:perform_batch)
-          raise ArgumentError, "#{name} sets batch_size, so it needs a perform_batch(args_list) method"
+          raise ArgumentError,
+            "#{name} sets batch_size, " \
+            "so it needs a perform_batch(args_list) method"
         end
-        args_list.each_with_index { |args, index| Payload.check_args!(name, args, list: (args_list.size > 1) ? index : nil) }
+        args_list.each_with_index do |args, index|
+          Payload.check_args!(
+            name, args, list: (args_list.size > 1) ? index : nil
+          )
+        end
         return [] if args_list.empty?
         (@client || Jiggler.client).push(name, args_list, @options, at: at)
       end

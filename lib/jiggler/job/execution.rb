@@ -17,7 +17,8 @@ module Jiggler
       # @parameter jid [String]
       # @parameter task [Async::Task] the task the job runs on.
       # @parameter timeout [Numeric | Nil] seconds the job may run.
-      def initialize(jid, task, timeout = nil) # positional: one is made for every job, and keywords cost more
+      # positional: one is made for every job, and keywords cost more
+      def initialize(jid, task, timeout = nil)
         @jid = jid
         @task = task
         @timeout = timeout
@@ -62,9 +63,13 @@ module Jiggler
       # @raises [ArgumentError] for a fraction that is not a number from 0 to 1.
       def report(fraction, message = nil)
         unless fraction.is_a?(Numeric) && fraction.to_f.between?(0.0, 1.0)
-          raise ArgumentError, "progress takes a number from 0.0 to 1.0 (got #{fraction.inspect})"
+          raise ArgumentError,
+            "progress takes a number from 0.0 to 1.0 (got #{fraction.inspect})"
         end
-        @progress = {"fraction" => fraction.to_f.round(4), "message" => message&.to_s&.slice(0, MESSAGE_LIMIT)}.freeze
+        @progress = {
+          "fraction" => fraction.to_f.round(4),
+          "message" => message&.to_s&.slice(0, MESSAGE_LIMIT)
+        }.freeze
       end
 
       # Marks the run over: a later `stop` does nothing.

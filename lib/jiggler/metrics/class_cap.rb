@@ -26,7 +26,9 @@ module Jiggler
 
       # Whether a class may be tracked under its own name.
       # @parameter name [String]
-      def nameable?(name) = name.is_a?(String) && name.length <= NAME_MAX && name != OTHER
+      def nameable?(name)
+        name.is_a?(String) && name.length <= NAME_MAX && name != OTHER
+      end
 
       # Per-class counts within the bounds: the LIMIT classes with the most runs, the rest (and names past NAME_MAX)
       # added up under OTHER.
@@ -38,7 +40,11 @@ module Jiggler
         others += named.drop(LIMIT)
         kept = named.first(LIMIT).to_h
         return kept if others.empty?
-        kept.merge(OTHER => others.each_with_object(Counts.zero) { |(_, counts), sum| sum.add(counts) })
+        kept.merge(
+          OTHER => others.each_with_object(Counts.zero) do |(_, counts), sum|
+            sum.add(counts)
+          end
+        )
       end
     end
   end

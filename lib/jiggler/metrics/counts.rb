@@ -25,8 +25,11 @@ module Jiggler
 
       # @returns [Hash(String, Integer)] the stored fields, without those that are zero.
       def to_fields
-        fields = {"p" => processed, "f" => failed, "us" => micros}.reject { |_, value| value.zero? }
-        buckets.each { |index, count| fields["h#{index}"] = count unless count.zero? }
+        fields = {"p" => processed, "f" => failed, "us" => micros}
+          .reject { |_, value| value.zero? }
+        buckets.each do |index, count|
+          fields["h#{index}"] = count unless count.zero?
+        end
         fields
       end
 

@@ -14,7 +14,9 @@ module Jiggler
       EXPORTED = (0...Histogram::LAST).step(Histogram::PER_DOUBLING).to_a.freeze
       GAUGES = {
         "enqueued" => ["jiggler_enqueued_jobs", "Jobs waiting in all queues."],
-        "busy" => ["jiggler_busy_workers", "Jobs the live processes are running."],
+        "busy" => [
+          "jiggler_busy_workers", "Jobs the live processes are running."
+        ],
         "processes" => ["jiggler_processes", "Live server processes."],
         "scheduled" => ["jiggler_scheduled_jobs", "Jobs in the scheduled set."],
         "retry" => ["jiggler_retry_jobs", "Jobs in the retry set."],
@@ -32,9 +34,15 @@ module Jiggler
 
       # @returns [String] the exposition, ending with a newline.
       def to_s
-        metric("jiggler_processed_total", "counter", "Jobs that finished.") { sample(@stats["processed"]) }
-        metric("jiggler_failed_total", "counter", "Job runs that failed.") { sample(@stats["failures"]) }
-        GAUGES.each { |key, (name, help)| metric(name, "gauge", help) { sample(@stats[key]) } }
+        metric("jiggler_processed_total", "counter", "Jobs that finished.") do
+          sample(@stats["processed"])
+        end
+        metric("jiggler_failed_total", "counter", "Job runs that failed.") do
+          sample(@stats["failures"])
+        end
+        GAUGES.each do |key, (name, help)|
+          metric(name, "gauge", help) { sample(@stats[key]) }
+        end
         queues
         classes
         @lines.join("\n") << "\n"
@@ -44,23 +52,45 @@ module Jiggler
 
       def queues
         queues = @stats["queues"]
-        metric("jiggler_queue_size", "gauge", "Jobs waiting in a queue.") { queues.each { |q| sample(q["size"], queue: q["name"]) } }
-        metric("jiggler_queue_latency_seconds", "gauge", "Seconds the next job of a queue has waited.") do
+        metric("jiggler_queue_size", "gauge", "Jobs waiting in a queue.") do
+          queues.each { |q| sample(q["size"], queue: q["name"]) }
+        end
+        metric(
+          "jiggler_queue_latency_seconds",
+          "gauge",
+          "Seconds the next job of a queue has waited."
+        ) do
           queues.each { |q| sample(q["latency"], queue: q["name"]) }
         end
-        metric("jiggler_queue_paused", "gauge", "1 when servers do not fetch from a queue.") do
+        metric(
+          "jiggler_queue_paused",
+          "gauge",
+          "1 when servers do not fetch from a queue."
+        ) do
           queues.each { |q| sample(q["paused"] ? 1 : 0, queue: q["name"]) }
         end
       end
 
       def classes
-        metric("jiggler_class_processed_total", "counter", "Jobs of a class that finished.") do
+        metric(
+          "jiggler_class_processed_total",
+          "counter",
+          "Jobs of a class that finished."
+        ) do
           @classes.each { |name, counts| sample(counts.processed, class: name) }
         end
-        metric("jiggler_class_failed_total", "counter", "Runs of a class that failed.") do
+        metric(
+          "jiggler_class_failed_total",
+          "counter",
+          "Runs of a class that failed."
+        ) do
           @classes.each { |name, counts| sample(counts.failed, class: name) }
         end
-        metric("jiggler_job_duration_seconds", "histogram", "How long runs of a class took, failed ones included.") do
+        metric(
+          "jiggler_job_duration_seconds",
+          "histogram",
+          "How long runs of a class took, failed ones included."
+        ) do
           @classes.each { |name, counts| histogram(name, counts) }
         end
       end
@@ -69,8 +99,17 @@ module Jiggler
         running = 0
         sorted = counts.buckets.sort
         EXPORTED.each do |index|
-          running += sorted.sum { |bucket, count| (bucket <= index && bucket > index - Histogram::PER_DOUBLING) ? count : 0 }
-          sample(running, suffix: "_bucket", class: name, le: Histogram::BOUNDS[index].round(6).to_s)
+          running += sorted.sum do |bucket, count|
+            (bucket <= index && bucket > index - Histogram::PER_DOUBLING) ?
+              count :
+              0
+          end
+          sample(
+            running,
+            suffix: "_bucket",
+            class: name,
+            le: Histogram::BOUNDS[index].round(6).to_s
+          )
         end
         sample(counts.runs, suffix: "_bucket", class: name, le: "+Inf")
         sample(counts.micros / 1_000_000.0, suffix: "_sum", class: name)
@@ -88,10 +127,17 @@ module Jiggler
         @lines << "#{@name}#{suffix}#{"{#{pairs.join(",")}}" unless pairs.empty?} #{number(value)}"
       end
 
-      def number(value) = value.is_a?(Float) ? value.round(6).to_s : value.to_i.to_s
+      def number(value)
+        value.is_a?(Float) ? value.round(6).to_s : value.to_i.to_s
+      end
 
       # Label values are UTF-8 (bad bytes scrubbed) and escape backslashes, double quotes and line feeds.
-      def escape(text) = Display.text(text).gsub("\\", "\\\\\\\\").gsub("\"", "\\\"").gsub("\n", "\\n")
+      def escape(text)
+        Display.text(text)
+          .gsub("\\", "\\\\\\\\")
+          .gsub("\"", "\\\"")
+          .gsub("\n", "\\n")
+      end
     end
   end
 end

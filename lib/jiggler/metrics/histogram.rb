@@ -9,7 +9,9 @@ module Jiggler
       FIRST = 0.0001
       PER_DOUBLING = 8
       # Upper bounds in seconds; a run longer than the last falls in the bucket after it.
-      BOUNDS = Array.new(20 * PER_DOUBLING + 1) { |index| FIRST * 2**(index.to_f / PER_DOUBLING) }.freeze
+      BOUNDS = Array.new(20 * PER_DOUBLING + 1) do |index|
+        FIRST * 2**(index.to_f / PER_DOUBLING)
+      end.freeze
       LAST = BOUNDS.size
 
       module_function

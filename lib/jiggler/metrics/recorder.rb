@@ -44,7 +44,9 @@ module Jiggler
       def take
         taken = {}
         while (handed = next_handed)
-          handed.each { |name, counts| (taken[name] ||= Counts.zero).add(counts) }
+          handed.each do |name, counts|
+            (taken[name] ||= Counts.zero).add(counts)
+          end
         end
         taken
       end
@@ -59,7 +61,11 @@ module Jiggler
 
       def to_counts(counts)
         buckets = Hash.new(0)
-        counts.each_with_index { |count, index| buckets[index - BUCKETS] = count if index >= BUCKETS && count.positive? }
+        counts.each_with_index do |count, index|
+          if index >= BUCKETS && count.positive?
+            buckets[index - BUCKETS] = count
+          end
+        end
         Counts.new(counts[0], counts[1], (counts[2] * 1_000_000).round, buckets)
       end
 

@@ -23,27 +23,41 @@ module Jiggler
         @last = now / 60
         @first = @last - minutes + 1
         # Each minute within ClassCap's bounds, whatever was stored before them.
-        @minutes = store.metrics(@first, @last).transform_values { |classes| ClassCap.fold(classes) }
+        @minutes = store.metrics(@first, @last)
+          .transform_values { |classes| ClassCap.fold(classes) }
       end
 
       # Every class that ran in the period.
       # @returns [Array(Row)] by class name.
       def rows
         @rows ||= totals.sort.map do |name, counts|
-          Row.new(name, counts.processed, counts.failed, counts.micros / 1_000_000.0,
-            *[0.5, 0.95, 0.99].map { |fraction| Histogram.percentile(counts.buckets, fraction) })
+          Row.new(
+            name,
+            counts.processed,
+            counts.failed,
+            counts.micros / 1_000_000.0,
+            *[0.5, 0.95, 0.99].map do |fraction|
+              Histogram.percentile(counts.buckets, fraction)
+            end
+          )
         end
       end
 
       # A class's counts minute by minute, for its chart.
       # @returns [Array(Counts)] one per minute of the period, oldest first (zero where it did not run).
-      def series(name) = (@first..@last).map { |minute| @minutes.dig(minute, name) || Counts.zero }
+      def series(name)
+        (@first..@last).map do |minute|
+          @minutes.dig(minute, name) || Counts.zero
+        end
+      end
 
       private
 
       def totals
         @minutes.each_value.with_object({}) do |classes, totals|
-          classes.each { |name, counts| (totals[name] ||= Counts.zero).add(counts) }
+          classes.each do |name, counts|
+            (totals[name] ||= Counts.zero).add(counts)
+          end
         end
       end
     end

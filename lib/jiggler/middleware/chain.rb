@@ -48,7 +48,8 @@ module Jiggler
       # Adds `klass` just after `existing` (at the end when `existing` is not in the chain).
       def insert_after(existing, klass, *args, **kwargs)
         remove(klass)
-        index = @entries.index { |entry| entry.klass == existing } || (@entries.size - 1)
+        index = @entries.index { |entry| entry.klass == existing } ||
+          (@entries.size - 1)
         change { @entries.insert(index + 1, Entry.new(klass, args, kwargs)) }
       end
 
@@ -95,7 +96,10 @@ module Jiggler
       end
 
       def change
-        raise FrozenError, "the middleware chain cannot change once the server has started" if frozen?
+        if frozen?
+          raise FrozenError,
+            "the middleware chain cannot change once the server has started"
+        end
         yield
         @built = nil
         self

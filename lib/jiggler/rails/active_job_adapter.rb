@@ -27,7 +27,9 @@ module ActiveJob
         # @raises [Jiggler::UnknownJobError] when the job's class cannot be loaded here: the job
         #   did not start, and is retried with backoff as any job of an unknown class is.
         def perform(job)
-          data = job["active_job"].merge("arguments" => job["args"], "provider_job_id" => job["jid"])
+          data = job["active_job"].merge(
+            "arguments" => job["args"], "provider_job_id" => job["jid"]
+          )
           check_class(data["job_class"])
           Base.execute(data)
         end
@@ -37,18 +39,28 @@ module ActiveJob
         # Loads the job's class (autoloaded where the app autoloads) before Active Job would fail on it, and makes
         # sure it is an Active Job class: Active Job would call `new` on whatever class the payload names.
         def check_class(name)
-          klass = ActiveSupport::Inflector.safe_constantize(name) if name.is_a?(String)
+          if name.is_a?(String)
+            klass = ActiveSupport::Inflector.safe_constantize(name)
+          end
           return if klass.is_a?(Class) && klass < Base
-          raise Jiggler::UnknownJobError, "#{name} is not an Active Job class" if klass
-          error = Jiggler::UnknownJobError.new("unknown Active Job class #{name.inspect}: is it in the app this server runs?")
-          raise error.extend(Jiggler::UnknownJobError::NotLoaded) # retried with backoff, whatever its retries
+          if klass
+            raise Jiggler::UnknownJobError, "#{name} is not an Active Job class"
+          end
+          error = Jiggler::UnknownJobError.new(
+            "unknown Active Job class #{name.inspect}: " \
+            "is it in the app this server runs?"
+          )
+          # retried with backoff, whatever its retries
+          raise error.extend(Jiggler::UnknownJobError::NotLoaded)
         end
       end
 
       # Whether Active Job (7.2) holds a job enqueued inside a transaction until it commits: not with
       # `transactional_enqueue`, which writes the job in the transaction itself (a process that dies between the commit
       # and a later enqueue would lose it).
-      def enqueue_after_transaction_commit? = !Jiggler.config[:transactional_enqueue]
+      def enqueue_after_transaction_commit?
+        !Jiggler.config[:transactional_enqueue]
+      end
 
       # Enqueues a job to run now.
       # @raises [EnqueueError] when it was not written: its unique lock is taken, or a client middleware stopped it.
@@ -67,16 +79,21 @@ module ActiveJob
 
       def enqueue_one(job, at)
         return if push([job], [at]) == 1
-        raise EnqueueError, "#{job.class.name} was not enqueued: its unique lock is taken, or a client middleware " \
-          "stopped it"
+        raise EnqueueError,
+          "#{job.class.name} was not enqueued: its unique lock is taken, " \
+          "or a client middleware stopped it"
       end
 
       def push(jobs, times)
-        payloads = jobs.each_with_index.map { |job, index| Jiggler::Rails::JobPayload.build(job, times[index]) }
+        payloads = jobs.each_with_index.map do |job, index|
+          Jiggler::Rails::JobPayload.build(job, times[index])
+        end
         jids = write(jobs, payloads)
         jobs.each_with_index do |job, index|
           job.provider_job_id = jids[index]
-          job.successfully_enqueued = !jids[index].nil? if job.respond_to?(:successfully_enqueued=)
+          if job.respond_to?(:successfully_enqueued=)
+            job.successfully_enqueued = !jids[index].nil?
+          end
         end
         jids.compact.size
       end
@@ -84,18 +101,26 @@ module ActiveJob
       # Writes the payloads in one call, or one per unique class, whose options take each job's lock.
       # @returns [Array(String | Nil)] the ids, in order; nil for a job not written.
       def write(jobs, payloads)
-        groups = payloads.each_index.group_by { |index| Jiggler::Rails::JobPayload.client_options(jobs[index]) }
+        groups = payloads.each_index.group_by do |index|
+          Jiggler::Rails::JobPayload.client_options(jobs[index])
+        end
         jids = []
         groups.each do |options, indexes|
-          written = Jiggler.client.push_jobs(payloads.values_at(*indexes), batch: options)
-          indexes.each_with_index { |index, position| jids[index] = written[position] }
+          written = Jiggler.client.push_jobs(
+            payloads.values_at(*indexes), batch: options
+          )
+          indexes.each_with_index do |index, position|
+            jids[index] = written[position]
+          end
         end
         jids
       end
 
       # When the job is to run, in epoch seconds, or nil for now (Rails 7.1 keeps the Time aside from scheduled_at).
       def scheduled_at(job)
-        time = job.respond_to?(:_scheduled_at_time) ? job._scheduled_at_time : job.scheduled_at
+        time = job.respond_to?(:_scheduled_at_time) ?
+          job._scheduled_at_time :
+          job.scheduled_at
         time&.to_f
       end
     end

@@ -17,14 +17,18 @@ module Jiggler
       # @parameter eager_load [Boolean] false for a command that runs no job (`jiggler status -r .`).
       def require_app(file, config, eager_load: true)
         if file.end_with?("config/environment.rb")
-          ENV["RAILS_ENV"] = config[:environment] # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
+          # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
+          ENV["RAILS_ENV"] = config[:environment]
           load_railtie
         elsif Gem.loaded_specs.key?("railties")
-          load_railtie # the file may define a Rails app itself (a one-file app), which needs the railtie as it boots
+          # the file may define a Rails app itself (a one-file app), which needs the railtie as it boots
+          load_railtie
         end
         require file
         return unless eager_load && app?
-        ::Rails.application.eager_load! unless ::Rails.env.development? || ::Rails.application.config.eager_load
+        unless ::Rails.env.development? || ::Rails.application.config.eager_load
+          ::Rails.application.eager_load!
+        end
       end
 
       # The railtie must be known before the app initializes: `require "jiggler"` in the app's Gemfile is a no-op
@@ -50,24 +54,43 @@ module Jiggler
       def check_isolation_level
         level = ActiveSupport::IsolatedExecutionState.isolation_level
         return if level == :fiber
-        raise Config::InvalidError, "jiggler runs jobs on fibers: add `config.active_support.isolation_level = :fiber` " \
-          "to config/application.rb (it is #{level.inspect}), so that jobs running at once do not share an Active Record connection"
+        raise Config::InvalidError,
+          "jiggler runs jobs on fibers: add " \
+          "`config.active_support.isolation_level = :fiber` " \
+          "to config/application.rb (it is #{level.inspect}), " \
+          "so that jobs running at once " \
+          "do not share an Active Record connection"
       end
 
       def check_pool(concurrency)
-        return unless defined?(::ActiveRecord::Base) && ::ActiveRecord::Base.configurations.configs_for(env_name: ::Rails.env).any?
+        unless defined?(::ActiveRecord::Base) &&
+            ::ActiveRecord::Base.configurations
+                .configs_for(env_name: ::Rails.env)
+                .any?
+          return
+        end
         size = ::ActiveRecord::Base.connection_pool.size
         return if size >= concurrency
-        raise Config::InvalidError, "the #{::Rails.env} database pool (#{size}) is smaller than jiggler's concurrency " \
-          "(#{concurrency}): set `pool: #{concurrency}` for #{::Rails.env} in config/database.yml, or run jiggler with -c #{size}"
+        raise Config::InvalidError,
+          "the #{::Rails.env} database pool (#{size}) " \
+          "is smaller than jiggler's concurrency (#{concurrency}): " \
+          "set `pool: #{concurrency}` for #{::Rails.env} " \
+          "in config/database.yml, or run jiggler with -c #{size}"
       end
 
       # A Rails logger that writes only to a file (as in development) also writes jiggler's lines to standard output,
       # in the `log_format` of the setting.
       def log_to_stdout(format)
         logger = ::Rails.logger
-        return unless logger.respond_to?(:broadcast_to) && !ActiveSupport::Logger.logger_outputs_to?(logger, $stdout, $stderr)
-        logger.broadcast_to(Logger.build($stdout, format: format).tap { |stdout| stdout.level = logger.level })
+        unless logger.respond_to?(:broadcast_to) &&
+            !ActiveSupport::Logger.logger_outputs_to?(logger, $stdout, $stderr)
+          return
+        end
+        logger.broadcast_to(
+          Logger.build($stdout, format: format).tap do |stdout|
+            stdout.level = logger.level
+          end
+        )
       end
     end
   end

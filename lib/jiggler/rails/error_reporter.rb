@@ -9,8 +9,15 @@ module Jiggler
       # Reports one failure, as every error handler is called.
       def call(error, context)
         job = context[:job]
-        details = {"class" => job["name"], "jid" => job["jid"], "queue" => context[:queue], "attempt" => job["attempt"]}
-        ::Rails.error.report(error, handled: false, source: "jiggler", context: {jiggler: details})
+        details = {
+          "class" => job["name"],
+          "jid" => job["jid"],
+          "queue" => context[:queue],
+          "attempt" => job["attempt"]
+        }
+        ::Rails.error.report(
+          error, handled: false, source: "jiggler", context: {jiggler: details}
+        )
       end
     end
   end

@@ -27,10 +27,13 @@ module Jiggler
         unless options.empty?
           unknown = options.keys - KEYS
           unless unknown.empty?
-            raise ArgumentError, "jiggler_options takes #{KEYS.join(", ")} (got #{unknown.join(", ")}): " \
+            raise ArgumentError,
+              "jiggler_options takes #{KEYS.join(", ")} " \
+              "(got #{unknown.join(", ")}): " \
               "set the queue with queue_as and retries with retry_on"
           end
-          @jiggler_options = Job::Options.merge(jiggler_options_in_force, options)
+          @jiggler_options =
+            Job::Options.merge(jiggler_options_in_force, options)
         end
         jiggler_options_in_force
       end
@@ -42,7 +45,9 @@ module Jiggler
       def jiggler_recurring_options
         options = {queue: new.queue_name.to_s, retries: 0, wrapper: WRAPPER}
         jiggler_options.each do |key, value|
-          options[key] = value[:key] ? value.merge(key: deserializing(value[:key])) : value
+          options[key] = value[:key] ?
+            value.merge(key: deserializing(value[:key])) :
+            value
         end
         options
       end
@@ -50,10 +55,15 @@ module Jiggler
       private
 
       def jiggler_options_in_force
-        @jiggler_options || (superclass.respond_to?(:jiggler_options) ? superclass.jiggler_options : NONE)
+        @jiggler_options ||
+          (superclass.respond_to?(:jiggler_options) ?
+            superclass.jiggler_options :
+            NONE)
       end
 
-      def deserializing(key) = ->(*args) { key.call(*::ActiveJob::Arguments.deserialize(args)) }
+      def deserializing(key)
+        ->(*args) { key.call(*::ActiveJob::Arguments.deserialize(args)) }
+      end
     end
   end
 end

@@ -26,8 +26,18 @@ module Jiggler
         Job::Options.check(:queue, queue)
         args = data.delete("arguments")
         Payload.check_args!(name, args)
-        payload = Jiggler::JobPayload.job(args, Jiggler::JobPayload.fields(name: name, queue: queue, retries: 0,
-          created_at: Time.now.to_f, wrapper: JobOptions::WRAPPER, active_job: data, at: at))
+        payload = Jiggler::JobPayload.job(
+          args,
+          Jiggler::JobPayload.fields(
+            name: name,
+            queue: queue,
+            retries: 0,
+            created_at: Time.now.to_f,
+            wrapper: JobOptions::WRAPPER,
+            active_job: data,
+            at: at
+          )
+        )
         payload = retried(payload, job, $!) # the error being rescued, if any
         flow(payload, job)
       end
@@ -38,8 +48,13 @@ module Jiggler
       # @returns [Hash] a new payload, or `payload` itself when there is no error to keep.
       def retried(payload, job, error)
         return payload unless error && job.executions.to_i.positive?
-        Jiggler::JobPayload.changed(payload, error_class: error.class.name, error_message: error.message.to_s[0, 1000],
-          attempt: job.executions, failed_at: Time.now.to_f)
+        Jiggler::JobPayload.changed(
+          payload,
+          error_class: error.class.name,
+          error_message: error.message.to_s[0, 1000],
+          attempt: job.executions,
+          failed_at: Time.now.to_f
+        )
       end
 
       # The options of the job's class for the client (unique: takes each job's lock as it is written), or nil.
@@ -54,15 +69,23 @@ module Jiggler
         options = options(job)
         return payload if options.empty?
         name = payload["name"]
-        limits = LimitedJob.field(name, job.arguments, options) if options[:concurrency] || options[:rate]
+        if options[:concurrency] || options[:rate]
+          limits = LimitedJob.field(name, job.arguments, options)
+        end
         if (unique = options[:unique])
-          lock = UniqueJob.lock_key(name, unique[:key] ? job.arguments : payload["args"], unique)
+          lock = UniqueJob.lock_key(
+            name, unique[:key] ? job.arguments : payload["args"], unique
+          )
           unique = {"lock" => lock, "until" => unique[:until].to_s}
         end
         Jiggler::JobPayload.changed(payload, limits: limits, unique: unique)
       end
 
-      def options(job) = job.class.respond_to?(:jiggler_options) ? job.class.jiggler_options : JobOptions::NONE
+      def options(job)
+        job.class.respond_to?(:jiggler_options) ?
+          job.class.jiggler_options :
+          JobOptions::NONE
+      end
     end
   end
 end

@@ -31,9 +31,15 @@ module Jiggler
       def queues
         sizes = jobs_store.queue_sizes
         paused = jobs_store.paused_queues
-        (sizes.keys.grep(String) | paused | worker_registry.queue_names).sort.map do |name|
-          {name: name, size: sizes.fetch(name, 0), active: !paused.include?(name)}
-        end
+        (sizes.keys.grep(String) | paused | worker_registry.queue_names)
+          .sort
+          .map do |name|
+            {
+              name: name,
+              size: sizes.fetch(name, 0),
+              active: !paused.include?(name)
+            }
+          end
       end
 
       # @returns [Integer] how many jobs wait in the queue.
@@ -57,7 +63,9 @@ module Jiggler
       # The filters applied by the store's reads (the others are applied by Mission Control, in
       # memory).
       # @parameter relation [ActiveJob::JobsRelation]
-      def supported_job_filters(relation) = relation.pending? ? [:queue_name] : []
+      def supported_job_filters(relation)
+        relation.pending? ? [:queue_name] : []
+      end
 
       # @returns [Integer] how many jobs the relation's status holds.
       def jobs_count(relation) = listing(relation).count
@@ -66,7 +74,8 @@ module Jiggler
       # @parameter relation [ActiveJob::JobsRelation] its status, queue, worker, offset and limit.
       # @returns [Array(ActiveJob::JobProxy)]
       def fetch_jobs(relation)
-        locations = listing(relation).page(relation.offset_value, relation.limit_value)
+        locations = listing(relation)
+          .page(relation.offset_value, relation.limit_value)
         locations.filter_map { |location| Proxy.build(location) }
       end
 
@@ -75,13 +84,16 @@ module Jiggler
       # at a time until it finds the job.
       # @returns [ActiveJob::JobProxy | Nil]
       def find_job(job_id, relation)
-        location = listing(relation).find { |payload| Proxy.id?(payload, job_id) }
+        location = listing(relation)
+          .find { |payload| Proxy.id?(payload, job_id) }
         Proxy.build(location) if location
       end
 
       # Retries a failed job now, in its queue.
       # @raises [ActiveJob::Errors::JobNotFoundError] when it is no longer in its set.
-      def retry_job(job, relation) = found!(job, relation, job_actions.rerun([job]))
+      def retry_job(job, relation)
+        found!(job, relation, job_actions.rerun([job]))
+      end
 
       # Retries the relation's failed jobs now.
       # @returns [Integer] how many moved.
@@ -90,14 +102,18 @@ module Jiggler
       # Deletes a job from its queue or set.
       # @raises [ActiveJob::Errors::JobNotFoundError] when it is no longer there.
       # @raises [ActiveJob::Errors::InvalidOperation] for a running job.
-      def discard_job(job, relation) = found!(job, relation, job_actions.discard([job]))
+      def discard_job(job, relation)
+        found!(job, relation, job_actions.discard([job]))
+      end
 
       # Deletes the relation's jobs: every failed job, or a whole queue, at once when no filter
       # narrows them.
       def discard_all_jobs(relation)
         narrowed = relation.paginated? || relation.filtering_needed?
         if !narrowed && relation.failed?
-          %i[retry dead].each { |set| SetActions.sweep(jobs_store, set, :delete) }
+          %i[retry dead].each do |set|
+            SetActions.sweep(jobs_store, set, :delete)
+          end
         elsif !narrowed && relation.pending? && relation.queue_name
           clear_queue(relation.queue_name)
         else
@@ -107,7 +123,9 @@ module Jiggler
 
       # Moves a scheduled job to its queue, to run now.
       # @raises [ActiveJob::Errors::JobNotFoundError] when it is no longer scheduled.
-      def dispatch_job(job, relation) = found!(job, relation, job_actions.rerun([job]))
+      def dispatch_job(job, relation)
+        found!(job, relation, job_actions.rerun([job]))
+      end
 
       # Workers are the live jiggler processes.
       def exposes_workers? = true
@@ -120,7 +138,9 @@ module Jiggler
       # @returns [Array(MissionControl::Jobs::Worker)]
       def fetch_workers(relation)
         page = workers.drop(relation.offset_value).first(relation.limit_value)
-        page.map { |worker| ::MissionControl::Jobs::Worker.new(queue_adapter: self, **worker) }
+        page.map do |worker|
+          ::MissionControl::Jobs::Worker.new(queue_adapter: self, **worker)
+        end
       end
 
       # @returns [Integer] how many processes are live.
@@ -145,7 +165,9 @@ module Jiggler
       end
 
       def found!(job, relation, moved)
-        raise ActiveJob::Errors::JobNotFoundError.new(job, relation) if moved.zero?
+        if moved.zero?
+          raise ActiveJob::Errors::JobNotFoundError.new(job, relation)
+        end
         moved
       end
     end

@@ -26,19 +26,27 @@ module Jiggler
     initializer "jiggler.middleware" do |app|
       Jiggler.configure do |config|
         config.job_wrapper = Rails::Execution.new(app)
-        config[:error_handlers] << Rails::ErrorReporter.new unless config[:error_handlers].any?(Rails::ErrorReporter)
+        unless config[:error_handlers].any?(Rails::ErrorReporter)
+          config[:error_handlers] << Rails::ErrorReporter.new
+        end
         Instrumentation.install(config)
       end
     end
 
-    # Jiggler logs to Rails.logger, unless `log_format: json` (or JIGGLER_LOG_FORMAT=json) asks for its own JSON lines on
-    # standard output.
-    config.after_initialize { Jiggler.logger = ::Rails.logger unless Jiggler.config[:log_format] == :json }
+    # Jiggler logs to Rails.logger, unless `log_format: json` (or JIGGLER_LOG_FORMAT=json) asks for its own JSON
+    # lines on standard output.
+    config.after_initialize do
+      unless Jiggler.config[:log_format] == :json
+        Jiggler.logger = ::Rails.logger
+      end
+    end
 
     # Mission Control - Jobs, when the app has it, reads and acts on jiggler's jobs through the adapter. Checked
     # once every gem is loaded, whatever the order of the Gemfile.
     config.before_initialize do
-      require_relative "mission_control" if defined?(::MissionControl::Jobs::Engine)
+      if defined?(::MissionControl::Jobs::Engine)
+        require_relative "mission_control"
+      end
     end
 
     # After each code reload (in development), servers look job classes up again.

@@ -33,7 +33,9 @@ module Jiggler
         return inline(job, at) if Testing.inline? && !perform_enqueued_jobs
         kept = enqueued_jobs.size
         yield
-        Jiggler.client.push_jobs([Rails::JobPayload.build(job, at)]) if enqueued_jobs.size > kept
+        if enqueued_jobs.size > kept
+          Jiggler.client.push_jobs([Rails::JobPayload.build(job, at)])
+        end
       end
 
       def inline(job, at)
@@ -47,9 +49,15 @@ module Jiggler
         # @parameter job [Hash] a kept payload with an "active_job" field.
         # @returns [Boolean]
         def take(job)
-          adapter = ::ActiveSupport::Inflector.constantize(job["active_job"]["job_class"]).queue_adapter
-          return true unless adapter.is_a?(::ActiveJob::QueueAdapters::TestAdapter)
-          entry = adapter.enqueued_jobs.find { |data| data["job_id"] == job["active_job"]["job_id"] }
+          adapter = ::ActiveSupport::Inflector
+            .constantize(job["active_job"]["job_class"])
+            .queue_adapter
+          unless adapter.is_a?(::ActiveJob::QueueAdapters::TestAdapter)
+            return true
+          end
+          entry = adapter.enqueued_jobs.find do |data|
+            data["job_id"] == job["active_job"]["job_id"]
+          end
           return false unless entry
           adapter.enqueued_jobs.delete(entry)
           adapter.performed_jobs << entry
@@ -66,14 +74,19 @@ module Jiggler
         def comparable(value)
           case value
           when Array then value.map { |item| comparable(item) }
-          when Hash then value.to_h { |key, item| [(key == KEYWORDS) ? SYMBOL_KEYS : key, comparable(item)] }
+          when Hash
+            value.to_h do |key, item|
+              [(key == KEYWORDS) ? SYMBOL_KEYS : key, comparable(item)]
+            end
           else value
           end
         end
 
         # Whether a job class (or its name) is an Active Job class.
         def active_job?(job_class)
-          klass = job_class.is_a?(Class) ? job_class : ::ActiveSupport::Inflector.safe_constantize(job_class.to_s)
+          klass = job_class.is_a?(Class) ?
+            job_class :
+            ::ActiveSupport::Inflector.safe_constantize(job_class.to_s)
           klass.is_a?(Class) && klass < ::ActiveJob::Base
         end
       end

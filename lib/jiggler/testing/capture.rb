@@ -17,8 +17,11 @@ module Jiggler
 
       def write(jobs, batch)
         return super unless Testing.enabled?
-        jobs = jobs.map { |job| Payload.load(Payload.dump(job)) } # what a server would read
-        Testing.inline? ? jobs.each { |job| Runner.run(job) } : Testing.keep(jobs)
+        # what a server would read
+        jobs = jobs.map { |job| Payload.load(Payload.dump(job)) }
+        Testing.inline? ?
+          jobs.each { |job| Runner.run(job) } :
+          Testing.keep(jobs)
         jobs.map { |job| job["jid"] }
       end
     end

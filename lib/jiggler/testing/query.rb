@@ -17,7 +17,8 @@ module Jiggler
       # @parameter at [Time | Numeric | Nil] when the job is to run (Time or epoch seconds).
       def initialize(job_class, args: nil, queue: nil, at: nil)
         @name = job_class.to_s
-        @active_job = defined?(ActiveJobMirror) && ActiveJobMirror.active_job?(job_class)
+        @active_job = defined?(ActiveJobMirror) &&
+          ActiveJobMirror.active_job?(job_class)
         @args = args && expected(args)
         @queue = queue&.to_s
         @at = at&.to_f
@@ -42,7 +43,8 @@ module Jiggler
       # What was kept instead, in words.
       def found
         return "no #{@name} job was enqueued" if candidates.empty?
-        "#{@name} jobs enqueued: " + candidates.map { |job| summary(job) }.join("; ")
+        "#{@name} jobs enqueued: " +
+          candidates.map { |job| summary(job) }.join("; ")
       end
 
       private
@@ -50,13 +52,18 @@ module Jiggler
       # An Active Job class's arguments are compared as Active Job serializes them (a record by its GlobalID).
       def expected(args)
         return ActiveJobMirror.expected(args) if @active_job
-        Payload.load(Payload.dump({"jid" => "", "name" => @name, "args" => args}))["args"]
+        Payload.load(
+          Payload.dump({"jid" => "", "name" => @name, "args" => args})
+        )["args"]
       end
 
-      def arguments(job) = @active_job ? ActiveJobMirror.comparable(job["args"]) : job["args"]
+      def arguments(job)
+        @active_job ? ActiveJobMirror.comparable(job["args"]) : job["args"]
+      end
 
       def match?(job)
-        (@args.nil? || arguments(job) == @args) && (@queue.nil? || job["queue"] == @queue) &&
+        (@args.nil? || arguments(job) == @args) &&
+          (@queue.nil? || job["queue"] == @queue) &&
           (@at.nil? || (job["at"] && (job["at"] - @at).abs <= TIME_TOLERANCE))
       end
 

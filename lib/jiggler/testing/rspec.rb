@@ -38,21 +38,30 @@ module Jiggler
 
       # What was expected, and what was kept instead.
       def failure_message
-        expected = @count ? "#{@count} of #{@query.description}" : @query.description
+        expected = @count ?
+          "#{@count} of #{@query.description}" :
+          @query.description
         "expected #{expected}; #{@query.found}"
       end
 
       # What was not expected, and what was kept.
-      def failure_message_when_negated = "expected no #{@query.description.delete_prefix("a ")}; #{@query.found}"
+      def failure_message_when_negated
+        "expected no #{@query.description.delete_prefix("a ")}; " \
+          "#{@query.found}"
+      end
     end
 
     # Adds `have_enqueued_jiggler_job` to RSpec examples.
     module Matchers
       # @parameter args [Array] the job's arguments; none to accept any.
       # @returns [Matcher]
-      def have_enqueued_jiggler_job(*args) = Matcher.new(args.empty? ? nil : args)
+      def have_enqueued_jiggler_job(*args)
+        Matcher.new(args.empty? ? nil : args)
+      end
     end
   end
 end
 
-RSpec.configure { |config| config.include(Jiggler::Testing::Matchers) } if defined?(RSpec) && RSpec.respond_to?(:configure)
+if defined?(RSpec) && RSpec.respond_to?(:configure)
+  RSpec.configure { |config| config.include(Jiggler::Testing::Matchers) }
+end

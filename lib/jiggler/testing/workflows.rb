@@ -19,10 +19,19 @@ module Jiggler
         #   `create_workflow` takes them: jid, queue, payload, dependencies, dependants and on_complete callbacks.
         def create(id, rows)
           steps = rows.to_h do |jid, _, payload, waiting, dependants, callbacks|
-            [jid, {payload: payload, waiting: waiting, dependants: dependants, callbacks: callbacks}]
+            [jid, {
+              payload: payload,
+              waiting: waiting,
+              dependants: dependants,
+              callbacks: callbacks
+            }]
           end
           graphs[id] = {steps: steps, results: {}}
-          release(rows.filter_map { |_, _, payload, waiting, _| payload if waiting.zero? })
+          release(
+            rows.filter_map do |_, _, payload, waiting, _|
+              payload if waiting.zero?
+            end
+          )
         end
 
         # A step was performed: keeps its result (as a server stores it: JSON-native, else nil) and releases the
@@ -32,26 +41,49 @@ module Jiggler
         def completed(job, value)
           graph = graphs[job["workflow"]] or return
           return if graph[:results].key?(job["jid"])
-          graph[:results][job["jid"]] = (value.nil? || Payload.problem_with(value)) ? nil : JSON.parse(Payload.dump(value))
+          graph[:results][job["jid"]] =
+            (value.nil? || Payload.problem_with(value)) ?
+              nil :
+              JSON.parse(Payload.dump(value))
           step = graph[:steps].fetch(job["jid"], {})
           dependants = step.fetch(:dependants, []) + step.fetch(:callbacks, [])
-          release(dependants.filter_map { |jid| graph[:steps][jid].then { |step| step[:payload] if (step[:waiting] -= 1).zero? } })
+          release(
+            dependants.filter_map do |jid|
+              graph[:steps][jid].then do |step|
+                step[:payload] if (step[:waiting] -= 1).zero?
+              end
+            end
+          )
         end
 
         # The results of the steps a step waited for (Job#dependency_results). @returns [Hash(String, Object)]
-        def results(job) = Array(job["after"]).to_h { |jid| [jid, graphs.dig(job["workflow"], :results, jid)] }
+        def results(job)
+          Array(job["after"]).to_h do |jid|
+            [jid, graphs.dig(job["workflow"], :results, jid)]
+          end
+        end
 
         # Each step's state, as the store's `workflow_steps` gives it (no step dies in these modes).
         # @returns [Hash(String, String)]
         def steps(id)
           graph = graphs.fetch(id) { return {} }
-          graph[:steps].to_h { |jid, step| [jid, Store::StepState.of(graph[:results].key?(jid), step[:waiting].positive?, false)] }
+          graph[:steps].to_h do |jid, step|
+            [
+              jid,
+              Store::StepState.of(
+                graph[:results].key?(jid), step[:waiting].positive?, false
+              )
+            ]
+          end
         end
 
-        # The states of the steps an on_complete callback waited for (Job#workflow_outcome). @returns [Hash(String, String)]
+        # The states of the steps an on_complete callback waited for (Job#workflow_outcome).
+        # @returns [Hash(String, String)]
         def outcome(job)
           states = steps(job["workflow"])
-          graphs.dig(job["workflow"], :steps).filter_map { |jid, step| [jid, states[jid]] if step[:callbacks].include?(job["jid"]) }.to_h
+          graphs.dig(job["workflow"], :steps).filter_map do |jid, step|
+            [jid, states[jid]] if step[:callbacks].include?(job["jid"])
+          end.to_h
         end
 
         def clear = graphs.clear
@@ -74,7 +106,8 @@ module Jiggler
           Runner.run(@pending.shift) until @pending.empty?
         ensure
           @performing = false
-          @pending.clear # a step raised: its dependants stay held, as on a server
+          # a step raised: its dependants stay held, as on a server
+          @pending.clear
         end
       end
     end

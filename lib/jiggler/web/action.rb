@@ -37,22 +37,31 @@ module Jiggler
       # One parameter as a UTF-8 String ("" when missing or not a String; bytes that are not UTF-8 become U+FFFD).
       def param(name)
         value = url_params[name]
-        value.is_a?(String) ? value.dup.force_encoding(Encoding::UTF_8).scrub : ""
+        value.is_a?(String) ?
+          value.dup.force_encoding(Encoding::UTF_8).scrub :
+          ""
       end
 
       # The page number asked for with `?page=`, at least 1.
-      def page = (Integer(param("page"), 10, exception: false) || 1).clamp(1, 1_000_000)
+      def page
+        (Integer(param("page"), 10, exception: false) || 1).clamp(1, 1_000_000)
+      end
 
       # Ends the request with a 303 to a page of the app (so a reloaded page never repeats a POST); takes what `url`
       # takes.
-      def redirect(path, *segments, **query) = throw(:halt, [303, {"location" => url(path, *segments, **query)}, []])
+      def redirect(path, *segments, **query)
+        throw(:halt, [303, {"location" => url(path, *segments, **query)}, []])
+      end
 
       # Ends the request with the 404 page.
       def not_found = throw(:halt, erb(:not_found, status: 404))
 
       # Ends the request with a status and a short plain-text body.
       def halt(status, text = ::Rack::Utils::HTTP_STATUS_CODES.fetch(status))
-        throw(:halt, [status, {"content-type" => "text/plain; charset=utf-8"}, [text]])
+        throw(
+          :halt,
+          [status, {"content-type" => "text/plain; charset=utf-8"}, [text]]
+        )
       end
 
       # Renders a view inside the layout.
@@ -62,12 +71,20 @@ module Jiggler
       def erb(view, status: 200, locals: {})
         locals.each { |name, value| instance_variable_set(:"@#{name}", value) }
         @content = render(view)
-        [status, {"content-type" => "text/html; charset=utf-8"}, [render(:layout)]]
+        [
+          status,
+          {"content-type" => "text/html; charset=utf-8"},
+          [render(:layout)]
+        ]
       end
 
       # @returns [Array] a JSON response of a value made of JSON types.
       def json(value)
-        [200, {"content-type" => "application/json; charset=utf-8"}, [Payload.dump(value)]]
+        [
+          200,
+          {"content-type" => "application/json; charset=utf-8"},
+          [Payload.dump(value)]
+        ]
       end
 
       # Renders a view (or a partial) alone. @returns [String]
@@ -77,8 +94,14 @@ module Jiggler
       # @parameter path [String] e.g. "/queues"; segments given separately are escaped (see Router.segment), and so
       #   is the query.
       def url(path, *segments, **query)
-        location = [mount_path.chomp("/") + path, *segments.map { |segment| Router.segment(segment.to_s) }].join("/")
-        query.empty? ? location : "#{location}?#{::Rack::Utils.build_query(query.transform_keys(&:to_s))}"
+        location = [
+          mount_path.chomp("/") + path,
+          *segments.map { |segment| Router.segment(segment.to_s) }
+        ].join("/")
+        query.empty? ?
+          location :
+          "#{location}?" \
+            "#{::Rack::Utils.build_query(query.transform_keys(&:to_s))}"
       end
 
       # The versioned path of a file of assets/.

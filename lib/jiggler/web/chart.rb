@@ -41,20 +41,28 @@ module Jiggler
         @series.each_with_index.map do |counts, index|
           next "" if counts.runs.zero?
           x = (index * @width).round(2)
-          bar("runs", x, counts.runs) + (counts.failed.positive? ? bar("failed", x, counts.failed, top: counts.runs) : "")
+          bar("runs", x, counts.runs) +
+            (counts.failed.positive? ?
+              bar("failed", x, counts.failed, top: counts.runs) :
+              "")
         end.join
       end
 
       # A bar of `value` runs whose top is at `top` runs.
       def bar(kind, x, value, top: value)
         y = (HEIGHT - top * HEIGHT.to_f / @most).round(2)
-        %(<rect class="#{kind}" x="#{x}" y="#{y}" width="#{[@width * 0.8, 0.5].max.round(2)}" height="#{(value * HEIGHT.to_f / @most).round(2)}"/>)
+        %(<rect class="#{kind}" x="#{x}" y="#{y}" width="#{
+          [@width * 0.8, 0.5].max.round(2)
+        }" height="#{(value * HEIGHT.to_f / @most).round(2)}"/>)
       end
 
       def line
         return "" unless @slowest.positive?
         points = @p95s.each_with_index.filter_map do |p95, index|
-          "#{((index + 0.4) * @width).round(2)},#{(HEIGHT - p95 * (HEIGHT - 2) / @slowest).round(2)}" if p95
+          if p95
+            "#{((index + 0.4) * @width).round(2)}," \
+              "#{(HEIGHT - p95 * (HEIGHT - 2) / @slowest).round(2)}"
+          end
         end
         %(<polyline class="p95" points="#{points.join(" ")}"/>)
       end

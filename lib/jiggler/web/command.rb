@@ -17,7 +17,8 @@ module Jiggler
         load_app(options[:require]) if options[:require]
         serve(options)
         0
-      rescue OptionParser::ParseError, LoadError, Config::InvalidError, Store::ConnectionError => error
+      rescue OptionParser::ParseError, LoadError, Config::InvalidError,
+        Store::ConnectionError => error
         warn("jiggler web: #{Config::Rules.redact(error.message)}")
         1
       end
@@ -27,10 +28,31 @@ module Jiggler
       def parse(argv)
         options = DEFAULTS.dup
         OptionParser.new do |opts|
-          opts.banner = "Usage: jiggler web [options]\nServes the dashboard; put authentication in front of it before exposing it."
-          opts.on("-p", "--port PORT", Integer, "port to listen on (default #{DEFAULTS[:port]})") { |v| options[:port] = v }
-          opts.on("-o", "--host HOST", "address to bind (default #{DEFAULTS[:host]})") { |v| options[:host] = v }
-          opts.on("-r", "--require PATH", "file that configures jiggler (Jiggler.configure ...)") { |v| options[:require] = v }
+          opts.banner = "Usage: jiggler web [options]\n" \
+            "Serves the dashboard; " \
+            "put authentication in front of it before exposing it."
+          opts.on(
+            "-p",
+            "--port PORT",
+            Integer,
+            "port to listen on (default #{DEFAULTS[:port]})"
+          ) do |v|
+            options[:port] = v
+          end
+          opts.on(
+            "-o",
+            "--host HOST",
+            "address to bind (default #{DEFAULTS[:host]})"
+          ) do |v|
+            options[:host] = v
+          end
+          opts.on(
+            "-r",
+            "--require PATH",
+            "file that configures jiggler (Jiggler.configure ...)"
+          ) do |v|
+            options[:require] = v
+          end
           opts.on("-h", "--help", "print this help") do
             puts opts
             return nil
@@ -44,11 +66,22 @@ module Jiggler
       def serve(options)
         require "rackup"
       rescue LoadError
-        raise LoadError, "needs the rackup gem and a Rack server: add `gem \"rackup\"` and `gem \"puma\"` (or \"webrick\") to your Gemfile"
+        raise LoadError,
+          "needs the rackup gem and a Rack server: " \
+          "add `gem \"rackup\"` and `gem \"puma\"` (or \"webrick\") " \
+          "to your Gemfile"
       else
         Jiggler.store.ping
-        warn("jiggler web: #{Jiggler.store.class.name.split("::").last} store, on http://#{options[:host]}:#{options[:port]}/")
-        ::Rackup::Server.start(app: Web.new, Host: options[:host], Port: options[:port], environment: "deployment")
+        warn(
+          "jiggler web: #{Jiggler.store.class.name.split("::").last} store, " \
+          "on http://#{options[:host]}:#{options[:port]}/"
+        )
+        ::Rackup::Server.start(
+          app: Web.new,
+          Host: options[:host],
+          Port: options[:port],
+          environment: "deployment"
+        )
       end
     end
   end

@@ -37,8 +37,12 @@ module Jiggler
       def valid?
         submitted = decode(@request.POST[FIELD])
         return false unless @secret && submitted&.bytesize == SIZE * 2
-        ::Rack::Utils.secure_compare(xor(submitted.byteslice(0, SIZE), submitted.byteslice(SIZE, SIZE)), @secret)
-      rescue EOFError, ::Rack::Utils::ParameterTypeError, ::Rack::Utils::InvalidParameterError
+        ::Rack::Utils.secure_compare(
+          xor(submitted.byteslice(0, SIZE), submitted.byteslice(SIZE, SIZE)),
+          @secret
+        )
+      rescue EOFError, ::Rack::Utils::ParameterTypeError,
+        ::Rack::Utils::InvalidParameterError
         false
       end
 
@@ -47,7 +51,8 @@ module Jiggler
       def cookie(path)
         return unless @new_secret
         path, secure = "/", "; secure" if @request.ssl?
-        "#{@name}=#{[@new_secret].pack("m0").tr("+/", "-_")}; path=#{path}; httponly; samesite=strict#{secure}"
+        "#{@name}=#{[@new_secret].pack("m0").tr("+/", "-_")}; " \
+          "path=#{path}; httponly; samesite=strict#{secure}"
       end
 
       private
@@ -56,10 +61,14 @@ module Jiggler
         @secret ||= (@new_secret = SecureRandom.random_bytes(SIZE))
       end
 
-      def xor(one, other) = one.bytes.zip(other.bytes).map { |a, b| a ^ b }.pack("C*")
+      def xor(one, other)
+        one.bytes.zip(other.bytes).map { |a, b| a ^ b }.pack("C*")
+      end
 
       def decode(text)
-        return nil unless text.is_a?(String) && text.match?(/\A[A-Za-z0-9_-]+={0,2}\z/)
+        unless text.is_a?(String) && text.match?(/\A[A-Za-z0-9_-]+={0,2}\z/)
+          return nil
+        end
         text.tr("-_", "+/").unpack1("m0")
       rescue ArgumentError
         nil

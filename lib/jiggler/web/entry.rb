@@ -11,7 +11,10 @@ module Jiggler
     # "<score>-<jid>", which the store finds again with `set_entry`.
     class Entry
       # Scores a set may hold (Float#to_s writes them so, and Float() does not read them back).
-      INFINITE = {"Infinity" => Float::INFINITY, "-Infinity" => -Float::INFINITY}.freeze
+      INFINITE = {
+        "Infinity" => Float::INFINITY,
+        "-Infinity" => -Float::INFINITY
+      }.freeze
 
       attr_reader :payload, :score, :job
 

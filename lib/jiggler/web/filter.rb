@@ -34,9 +34,15 @@ module Jiggler
         done = false
         until done || matches.size >= offset + limit
           chunk = [CHUNK, SCAN_LIMIT - @scanned].min
-          rows = @store.set_entries(@set, limit: chunk, offset: @scanned, reverse: @reverse)
+          rows = @store.set_entries(
+            @set, limit: chunk, offset: @scanned, reverse: @reverse
+          )
           @scanned += rows.size
-          rows.each { |payload, score| Entry.new(payload, score).then { |entry| matches << entry if match?(entry) } }
+          rows.each do |payload, score|
+            Entry.new(payload, score).then do |entry|
+              matches << entry if match?(entry)
+            end
+          end
           done = rows.size < chunk || (@stopped = @scanned >= SCAN_LIMIT)
         end
         matches[offset, limit] || []
@@ -47,7 +53,9 @@ module Jiggler
 
       private
 
-      def match?(entry) = entry.job && (entry.name.include?(@text) || entry.jid.include?(@text))
+      def match?(entry)
+        entry.job && (entry.name.include?(@text) || entry.jid.include?(@text))
+      end
     end
   end
 end

@@ -42,7 +42,9 @@ module Jiggler
       # An epoch time in UTC, ISO 8601 to the second; "" for what is not a number.
       def timestamp(epoch)
         epoch = epoch(epoch) or return ""
-        return (epoch.positive? ? "far future" : "far past") unless epoch.abs <= LATEST
+        unless epoch.abs <= LATEST
+          return (epoch.positive? ? "far future" : "far past")
+        end
         Time.at(epoch).utc.strftime("%Y-%m-%d %H:%M:%S UTC")
       end
 
@@ -66,12 +68,15 @@ module Jiggler
       end
 
       # Text cut to `limit` characters, with "…" when it was longer.
-      def cut(text, limit: 200) = (text.length > limit) ? "#{text[0, limit]}…" : text
+      def cut(text, limit: 200)
+        (text.length > limit) ? "#{text[0, limit]}…" : text
+      end
 
       # A value as compact JSON, cut to `limit` characters.
       def compact_json(value, limit: 200)
         cut(Payload.dump(value), limit: limit)
-      rescue JSON::GeneratorError # not JSON types, or a string that is not UTF-8
+      # not JSON types, or a string that is not UTF-8
+      rescue JSON::GeneratorError
         value.inspect[0, limit]
       end
     end

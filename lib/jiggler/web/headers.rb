@@ -8,7 +8,11 @@ module Jiggler
     # script that carries this response's nonce, no MIME sniffing, no framing, no caching of pages, and the CSRF
     # cookie when the request came without one.
     module Headers
-      SECURITY = {"x-content-type-options" => "nosniff", "x-frame-options" => "DENY", "referrer-policy" => "same-origin"}.freeze
+      SECURITY = {
+        "x-content-type-options" => "nosniff",
+        "x-frame-options" => "DENY",
+        "referrer-policy" => "same-origin"
+      }.freeze
 
       # Adds the headers to a response; a HEAD request gets the headers only.
       # @parameter response [Array] status, headers, body.
@@ -26,8 +30,10 @@ module Jiggler
 
       # @returns [String] the Content-Security-Policy for a nonce.
       def self.policy(nonce)
-        "default-src 'none'; script-src 'self' 'nonce-#{nonce}'; style-src 'self'; img-src 'self' data:; " \
-          "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; script-src 'self' 'nonce-#{nonce}'; " \
+          "style-src 'self'; img-src 'self' data:; " \
+          "connect-src 'self'; form-action 'self'; " \
+          "frame-ancestors 'none'; base-uri 'none'"
       end
     end
   end

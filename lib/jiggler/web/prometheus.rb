@@ -20,7 +20,11 @@ module Jiggler
         Prometheus.response(@store || Jiggler.store)
       rescue Store::ConnectionError => error
         Jiggler.logger.error("jiggler metrics: #{error.message}")
-        [503, {"content-type" => "text/plain; charset=utf-8"}, ["The job store cannot be reached."]]
+        [
+          503,
+          {"content-type" => "text/plain; charset=utf-8"},
+          ["The job store cannot be reached."]
+        ]
       end
 
       # The exposition of a store's numbers as a Rack response; per-class totals within Metrics::ClassCap's bounds.

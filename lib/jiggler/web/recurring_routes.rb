@@ -13,7 +13,9 @@ module Jiggler
       PER_PAGE = 50
 
       # A task as the page shows it.
-      Row = Struct.new(:name, :task, :settings, :last_run, :enabled, :error, keyword_init: true) do
+      Row = Struct.new(
+        :name, :task, :settings, :last_run, :enabled, :error, keyword_init: true
+      ) do
         # The next tick, or nil when the schedule cannot be read here.
         def next_run = task&.tick_after(Time.now.to_f)
       end
@@ -23,13 +25,30 @@ module Jiggler
         router.get("/recurring") { RecurringRoutes.page(self) }
         router.post("/recurring/:name/run") do
           row = RecurringRoutes.find(store, route_params["name"]) || not_found
-          halt(400, "this task's settings cannot be read: #{row.error}") unless row.task
-          pushed = row.task.enqueue(store, row.settings, nil, middleware: Jiggler.config.client_middleware)
-          halt(409, "not enqueued: this task's job is unique and one is still queued or running (lock #{row.settings.dig("unique", "lock")})") if pushed.nil?
+          unless row.task
+            halt(400, "this task's settings cannot be read: #{row.error}")
+          end
+          pushed = row.task.enqueue(
+            store,
+            row.settings,
+            nil,
+            middleware: Jiggler.config.client_middleware
+          )
+          if pushed.nil?
+            halt(
+              409,
+              "not enqueued: this task's job is unique and one is still " \
+              "queued or running (lock #{row.settings.dig("unique", "lock")})"
+            )
+          end
           redirect("/recurring")
         end
-        router.post("/recurring/:name/enable") { RecurringRoutes.enable(self, true) }
-        router.post("/recurring/:name/disable") { RecurringRoutes.enable(self, false) }
+        router.post("/recurring/:name/enable") do
+          RecurringRoutes.enable(self, true)
+        end
+        router.post("/recurring/:name/disable") do
+          RecurringRoutes.enable(self, false)
+        end
         router
       end
 
@@ -39,25 +58,47 @@ module Jiggler
         recorded = action.store.recurring_tasks
         shown = recorded.drop((action.page - 1) * PER_PAGE).first(PER_PAGE)
         more = recorded.size > action.page * PER_PAGE
-        action.erb(:recurring, locals: {rows: rows(shown), total: recorded.size, more: more})
+        action.erb(
+          :recurring,
+          locals: {rows: rows(shown), total: recorded.size, more: more}
+        )
       end
 
       # The tasks as the page shows them.
       # @parameter recorded [Array(Array)] what `store.recurring_tasks` returns, or part of it.
       # @returns [Array(Row)]
       def self.rows(recorded)
-        require_relative "../recurring_task" # fugit, loaded only by a dashboard that shows this page
-        recorded.map { |name, json, last_run, enabled| row(name, json, last_run, enabled) }
+        # fugit, loaded only by a dashboard that shows this page
+        require_relative "../recurring_task"
+        recorded.map do |name, json, last_run, enabled|
+          row(name, json, last_run, enabled)
+        end
       end
 
       # The task recorded under a name, read alone. @returns [Row | Nil]
-      def self.find(store, name) = rows(store.recurring_tasks.select { |recorded| recorded.first == name }).first
+      def self.find(store, name)
+        rows(
+          store.recurring_tasks.select { |recorded| recorded.first == name }
+        ).first
+      end
 
       def self.row(name, json, last_run, enabled)
         task, settings = RecurringTask.from_h(name, JSON.parse(json))
-        Row.new(name: name, task: task, settings: settings, last_run: last_run, enabled: enabled)
-      rescue JSON::ParserError, Config::InvalidError, TypeError, NoMethodError => error
-        Row.new(name: name, last_run: last_run, enabled: enabled, error: error.message.lines.first.to_s.strip)
+        Row.new(
+          name: name,
+          task: task,
+          settings: settings,
+          last_run: last_run,
+          enabled: enabled
+        )
+      rescue JSON::ParserError, Config::InvalidError, TypeError,
+        NoMethodError => error
+        Row.new(
+          name: name,
+          last_run: last_run,
+          enabled: enabled,
+          error: error.message.lines.first.to_s.strip
+        )
       end
 
       def self.enable(action, enabled)

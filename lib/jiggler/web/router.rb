@@ -53,18 +53,26 @@ module Jiggler
 
       # Whether a route for another method has this path (so the answer is 405, not 404).
       # @returns [Array(String)] the methods that do.
-      def allowed(path) = @routes.select { |route| route.pattern.match?(path) }.map(&:verb).uniq
+      def allowed(path)
+        @routes.select { |route| route.pattern.match?(path) }.map(&:verb).uniq
+      end
 
       private
 
       def add(verb, path, block)
-        source = path.split("/", -1).map { |part| part.start_with?(":") ? "(?<#{part[1..]}>[^/]+)" : Regexp.escape(part) }
+        source = path.split("/", -1).map do |part|
+          part.start_with?(":") ?
+            "(?<#{part[1..]}>[^/]+)" :
+            Regexp.escape(part)
+        end
         @routes << Route.new(verb, /\A#{source.join("/")}\z/, block)
       end
 
       def decode(found)
         found.named_captures.transform_values do |value|
-          value = ::Rack::Utils.unescape_path(value).force_encoding(Encoding::UTF_8).scrub
+          value = ::Rack::Utils.unescape_path(value)
+            .force_encoding(Encoding::UTF_8)
+            .scrub
           value.match?(DOTS) ? value.chomp("|") : value
         end
       end

@@ -16,29 +16,47 @@ module Jiggler
       # @returns [Hash(String, Object)] JSON-ready.
       def to_h
         counts = @store.counts.transform_keys(&:to_s)
-        counts.merge("enqueued" => queues.sum { |queue| queue["size"] }, "busy" => busy,
-          "processes" => processes.size, "queues" => queues, "batches" => batches, "time" => Time.now.to_f)
+        counts.merge(
+          "enqueued" => queues.sum { |queue| queue["size"] },
+          "busy" => busy,
+          "processes" => processes.size,
+          "queues" => queues,
+          "batches" => batches,
+          "time" => Time.now.to_f
+        )
       end
 
       # The batches with items waiting.
       # @returns [Array(Hash)] queue, class, size (items waiting) and latency (seconds the oldest has waited).
       def batches
         @batches ||= @store.batch_sizes.map do |queue, name, size, oldest|
-          {"queue" => Display.text(queue), "class" => Display.text(name), "size" => size, "latency" => waited_since(oldest)}
+          {
+            "queue" => Display.text(queue),
+            "class" => Display.text(name),
+            "size" => size,
+            "latency" => waited_since(oldest)
+          }
         end
       end
 
       # Every queue that holds jobs, has jobs waiting for a concurrency slot, or is paused, by name.
       # @returns [Array(Hash)] name (scrubbed to valid UTF-8: another client may have stored any bytes), size, latency
-      #   (seconds the next job has waited), paused, and waiting (jobs of limited classes waiting for a slot to run in it).
+      #   (seconds the next job has waited), paused, and waiting (jobs of limited classes waiting for a slot to run
+      #   in it).
       def queues
         @queues ||= begin
-          sizes = @store.queue_sizes.select { |name, _| name.is_a?(String) } # a row another writer left without a queue
+          # a row another writer left without a queue
+          sizes = @store.queue_sizes.select { |name, _| name.is_a?(String) }
           paused = @store.paused_queues
           waiting = @store.waiting_counts
           (sizes.keys | paused | waiting.keys).sort.map do |name|
-            {"name" => Display.text(name), "size" => sizes.fetch(name, 0), "latency" => latency(name),
-             "paused" => paused.include?(name), "waiting" => waiting.fetch(name, 0)}
+            {
+              "name" => Display.text(name),
+              "size" => sizes.fetch(name, 0),
+              "latency" => latency(name),
+              "paused" => paused.include?(name),
+              "waiting" => waiting.fetch(name, 0)
+            }
           end
         end
       end
@@ -55,7 +73,11 @@ module Jiggler
       end
 
       # How many jobs the live processes are running.
-      def busy = processes.sum { |_, info| info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0 }
+      def busy
+        processes.sum do |_, info|
+          info["current_jobs"].is_a?(Hash) ? info["current_jobs"].size : 0
+        end
+      end
 
       private
 

@@ -14,14 +14,17 @@ module Jiggler
       # @returns [Proc]
       def self.compile(path)
         source = Erubi::Engine.new(::File.read(path), escape: true).src
-        eval("proc { #{source} }", empty_binding, path, 1) # rubocop:disable Security/Eval, Style/EvalWithLocation -- our own views, once; errors name the view file
+        # our own views, once; errors name the view file
+        eval("proc { #{source} }", empty_binding, path, 1) # rubocop:disable Security/Eval, Style/EvalWithLocation
       end
 
       # A binding with no local variables, so that views see only the action they run on.
       def self.empty_binding = binding
       private_class_method :empty_binding
 
-      ALL = Dir[::File.join(DIRECTORY, "*.erb")].to_h { |path| [::File.basename(path, ".erb").to_sym, compile(path)] }.freeze
+      ALL = Dir[::File.join(DIRECTORY, "*.erb")].to_h do |path|
+        [::File.basename(path, ".erb").to_sym, compile(path)]
+      end.freeze
 
       # @parameter name [Symbol] the view's file name without ".erb".
       # @returns [Proc]

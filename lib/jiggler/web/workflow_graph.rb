@@ -20,8 +20,11 @@ module Jiggler
         def x = column * COLUMN_WIDTH + 10
         def y = row * ROW_HEIGHT + 10
         def height = jid ? NODE_HEIGHT : NODE_HEIGHT + 14
+
         # The state most of its steps are in.
-        def state = counts.max_by { |state, count| [count, STATES.index(state)] }.first
+        def state
+          counts.max_by { |state, count| [count, STATES.index(state)] }.first
+        end
 
         # A column's node is drawn in bands, one per state, as wide as its share of the steps.
         # @returns [Array([String, Integer, Integer])] state, x and width of each band.
@@ -43,15 +46,25 @@ module Jiggler
       # @parameter steps [Hash(String, [String, Array(String)])] jid => [state, dependants], as Store#workflow_graph.
       def initialize(steps)
         @steps = steps
-        @counts = STATES.to_h { |state| [state, steps.count { |_, (step_state, _)| step_state == state }] }
-        columns = depths.group_by { |_, depth| depth }.sort.map { |_, pairs| pairs.map(&:first).sort }
+        @counts = STATES.to_h do |state|
+          [state, steps.count { |_, (step_state, _)| step_state == state }]
+        end
+        columns = depths.group_by { |_, depth| depth }
+          .sort
+          .map { |_, pairs| pairs.map(&:first).sort }
         @node_of = {}
-        @nodes = columns.each_with_index.flat_map { |jids, column| column_nodes(jids, column) }
-        @edges = steps.flat_map { |jid, (_, dependants)| dependants.map { |dep| [@node_of[jid], @node_of[dep]] } }.uniq
+        @nodes = columns.each_with_index.flat_map do |jids, column|
+          column_nodes(jids, column)
+        end
+        @edges = steps.flat_map do |jid, (_, dependants)|
+          dependants.map { |dep| [@node_of[jid], @node_of[dep]] }
+        end.uniq
         @edges.reject! { |from, to| from.nil? || to.nil? }
       end
 
-      def width = (@nodes.map(&:column).max || 0) * COLUMN_WIDTH + NODE_WIDTH + 20
+      def width
+        (@nodes.map(&:column).max || 0) * COLUMN_WIDTH + NODE_WIDTH + 20
+      end
 
       def height = ((@nodes.map(&:row).max || 0) + 1) * ROW_HEIGHT + 30
 
@@ -59,13 +72,17 @@ module Jiggler
 
       def column_nodes(jids, column)
         if jids.size > NODES_PER_COLUMN
-          counts = STATES.to_h { |state| [state, jids.count { |jid| @steps[jid].first == state }] }
+          counts = STATES.to_h do |state|
+            [state, jids.count { |jid| @steps[jid].first == state }]
+          end
           node = Node.new("c#{column}", column, 0, nil, counts)
           jids.each { |jid| @node_of[jid] = node }
           return [node]
         end
         jids.each_with_index.map do |jid, row|
-          @node_of[jid] = Node.new(jid, column, row, jid, {@steps[jid].first => 1})
+          @node_of[jid] = Node.new(
+            jid, column, row, jid, {@steps[jid].first => 1}
+          )
         end
       end
 
@@ -73,7 +90,9 @@ module Jiggler
       # (Kahn's order over the dependants' lists).
       def depths
         waiting = Hash.new(0)
-        @steps.each_value { |_, dependants| dependants.each { |dep| waiting[dep] += 1 } }
+        @steps.each_value do |_, dependants|
+          dependants.each { |dep| waiting[dep] += 1 }
+        end
         depth = {}
         ready = @steps.keys.reject { |jid| waiting[jid].positive? }
         ready.each { |jid| depth[jid] = 0 }

@@ -25,7 +25,9 @@ module Jiggler
       # @raises [InvalidError] for a class that is not a job, an unknown dependency, a closed group.
       def step(klass, *args, after: [])
         open!
-        dependencies = Array(after).flat_map { |dep| dep.is_a?(Group) ? dep.jids : [dep] }
+        dependencies = Array(after).flat_map do |dep|
+          dep.is_a?(Group) ? dep.jids : [dep]
+        end
         jid = @workflow.add(klass, args, dependencies)
         @jids << jid
         jid
@@ -38,7 +40,9 @@ module Jiggler
         open!
         inner = Group.new(@workflow)
         yield inner
-        raise InvalidError, "a group needs at least one step" if inner.jids.empty?
+        if inner.jids.empty?
+          raise InvalidError, "a group needs at least one step"
+        end
         @jids.concat(inner.jids)
         @nested_completions.concat(inner.completions)
         inner
@@ -75,12 +79,18 @@ module Jiggler
 
       def open!
         return unless @on_success || @on_complete
-        raise InvalidError, "this group has its on_success or on_complete callback: no step can be added to it"
+        raise InvalidError,
+          "this group has its on_success or on_complete callback: " \
+          "no step can be added to it"
       end
 
       def callback!(name, taken)
-        raise InvalidError, "#{name} needs steps to wait for: add them first" if @jids.empty?
-        raise InvalidError, "this group already has its #{name} callback" if taken
+        if @jids.empty?
+          raise InvalidError, "#{name} needs steps to wait for: add them first"
+        end
+        if taken
+          raise InvalidError, "this group already has its #{name} callback"
+        end
       end
     end
   end

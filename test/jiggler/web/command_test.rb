@@ -18,15 +18,19 @@ describe "jiggler web" do
     nil
   end
 
-  it "serves the dashboard on the given port, on the store that the -r file configures" do
+  it "serves the dashboard on the given port, " \
+    "on the store that the -r file configures" do
     RecordJob.with_options(queue: "from-cli-test").enqueue(1)
     port = free_port
     process = start_web("-p", port.to_s, "-r", "./test/fixtures/jobs.rb")
-    response = wait_for(message: "the dashboard to answer\n#{process.log}") { get(port, "/queues") }
+    response = wait_for(message: "the dashboard to answer\n#{process.log}") do
+      get(port, "/queues")
+    end
     assert_equal "200", response.code
     assert_includes response.body, "Redis store"
     assert_includes response.body, ">from-cli-test</a>"
-    assert_includes process.log, "jiggler web: Redis store, on http://127.0.0.1:#{port}/"
+    assert_includes process.log,
+      "jiggler web: Redis store, on http://127.0.0.1:#{port}/"
   end
 
   it "prints its options" do

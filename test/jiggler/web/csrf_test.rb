@@ -6,7 +6,11 @@ require "jiggler/web/csrf"
 
 describe Jiggler::Web::CSRF do
   def request(cookie: nil, token: nil)
-    env = Rack::MockRequest.env_for("/", method: "POST", params: token ? {"authenticity_token" => token} : {})
+    env = Rack::MockRequest.env_for(
+      "/",
+      method: "POST",
+      params: token ? {"authenticity_token" => token} : {}
+    )
     env["HTTP_COOKIE"] = "jiggler_csrf=#{cookie}" if cookie
     Rack::Request.new(env)
   end
@@ -18,7 +22,8 @@ describe Jiggler::Web::CSRF do
     [csrf.cookie("/")[/\Ajiggler_csrf=([^;]+)/, 1], token]
   end
 
-  it "accepts a token made for the cookie's secret, masked differently each time" do
+  it "accepts a token made for the cookie's secret, " \
+    "masked differently each time" do
     cookie, token = issue
     other = Jiggler::Web::CSRF.new(request(cookie: cookie)).token
     refute_equal token, other
@@ -30,9 +35,15 @@ describe Jiggler::Web::CSRF do
     cookie, token = issue
     foreign_cookie, foreign_token = issue
     refute Jiggler::Web::CSRF.new(request(cookie: cookie)).valid?
-    refute Jiggler::Web::CSRF.new(request(cookie: cookie, token: token.tr("A-Za-z", "B-ZAb-za"))).valid?
-    refute Jiggler::Web::CSRF.new(request(cookie: cookie, token: foreign_token)).valid?
-    refute Jiggler::Web::CSRF.new(request(cookie: foreign_cookie, token: token)).valid?
+    refute Jiggler::Web::CSRF.new(
+      request(cookie: cookie, token: token.tr("A-Za-z", "B-ZAb-za"))
+    ).valid?
+    refute Jiggler::Web::CSRF.new(
+      request(cookie: cookie, token: foreign_token)
+    ).valid?
+    refute Jiggler::Web::CSRF.new(
+      request(cookie: foreign_cookie, token: token)
+    ).valid?
     refute Jiggler::Web::CSRF.new(request(token: token)).valid?
   end
 
@@ -41,20 +52,33 @@ describe Jiggler::Web::CSRF do
     refute Jiggler::Web::CSRF.new(request(cookie: "YWJj", token: "YWJj")).valid?
   end
 
-  it "names the cookie with the __Host- prefix over HTTPS: secure, for path /, and read back under that name" do
+  it "names the cookie with the __Host- prefix over HTTPS: " \
+    "secure, for path /, and read back under that name" do
     https = ->(cookie: nil, token: nil) do
-      env = Rack::MockRequest.env_for("https://example.test/jiggler/", method: "POST", params: token ? {"authenticity_token" => token} : {})
+      env = Rack::MockRequest.env_for(
+        "https://example.test/jiggler/",
+        method: "POST",
+        params: token ? {"authenticity_token" => token} : {}
+      )
       env["HTTP_COOKIE"] = cookie if cookie
       Rack::Request.new(env)
     end
     csrf = Jiggler::Web::CSRF.new(https.call)
     token = csrf.token
     cookie = csrf.cookie("/jiggler/")
-    assert_match(/\A__Host-jiggler_csrf=[\w-]+=*; path=\/; httponly; samesite=strict; secure\z/, cookie)
+    assert_match(
+      /\A__Host-jiggler_csrf=[\w-]+=*; path=\/; httponly; samesite=strict; secure\z/,
+      cookie
+    )
     pair = cookie.split(";").first
     assert Jiggler::Web::CSRF.new(https.call(cookie: pair, token: token)).valid?
-    refute Jiggler::Web::CSRF.new(https.call(cookie: pair.delete_prefix("__Host-"), token: token)).valid?, "not the plain cookie"
-    assert_match(/\Ajiggler_csrf=.*; path=\/jiggler\/; httponly; samesite=strict\z/, Jiggler::Web::CSRF.new(request).tap(&:token).cookie("/jiggler/"))
+    refute Jiggler::Web::CSRF.new(
+      https.call(cookie: pair.delete_prefix("__Host-"), token: token)
+    ).valid?, "not the plain cookie"
+    assert_match(
+      /\Ajiggler_csrf=.*; path=\/jiggler\/; httponly; samesite=strict\z/,
+      Jiggler::Web::CSRF.new(request).tap(&:token).cookie("/jiggler/")
+    )
   end
 
   it "sets a cookie only when it made a new secret" do

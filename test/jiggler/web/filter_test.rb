@@ -9,8 +9,14 @@ require "support/web_session"
 module FilterCases
   def fill_scheduled
     now = Time.now.to_f + 3600
-    fillers = Array.new(Jiggler::Web::Filter::SCAN_LIMIT + 49) { |index| [now + 1 + index, payload(name: "Filler", args: [])] }
-    web_store.schedule([[now, payload(name: "EarlyJob")], *fillers, [now + 10**6, payload(name: "LateJob")]])
+    fillers = Array.new(Jiggler::Web::Filter::SCAN_LIMIT + 49) do |index|
+      [now + 1 + index, payload(name: "Filler", args: [])]
+    end
+    web_store.schedule([
+      [now, payload(name: "EarlyJob")],
+      *fillers,
+      [now + 10**6, payload(name: "LateJob")]
+    ])
   end
 
   def self.included(base)
@@ -20,7 +26,9 @@ module FilterCases
         get "/scheduled?filter=LateJob"
         assert_equal 200, last_response.status
         assert_includes body, "No job matches this filter."
-        assert_includes body, "The filter stopped after the first 10,000 jobs of this list; the rest were not searched."
+        assert_includes body,
+          "The filter stopped after the first 10,000 jobs of this list; " \
+          "the rest were not searched."
         get "/scheduled?filter=EarlyJob"
         assert_includes body, ">EarlyJob</a>"
         assert_includes body, "data-filter-stopped"
@@ -28,7 +36,11 @@ module FilterCases
 
       it "pages through matches and says nothing when it read the whole set" do
         now = Time.now.to_f
-        web_store.schedule(Array.new(60) { |index| [now + 60 + index, payload(name: index.even? ? "Even" : "Odd")] })
+        web_store.schedule(
+          Array.new(60) do |index|
+            [now + 60 + index, payload(name: index.even? ? "Even" : "Odd")]
+          end
+        )
         get "/scheduled?filter=Even"
         assert_equal 25, body.scan(">Even</a>").size
         assert_includes body, "filter=Even&amp;page=2"

@@ -20,8 +20,10 @@ describe Jiggler::Web::Router do
 
   it "matches literal paths and named segments, decoded" do
     assert_equal [:root, {}], matched("GET", "/")
-    assert_equal [:queue, {"name" => "mail box"}], matched("GET", "/queues/mail%20box")
-    assert_equal [:entry, {"set" => "dead", "key" => "1.5-abc"}], matched("GET", "/dead/1.5-abc")
+    assert_equal [:queue, {"name" => "mail box"}],
+      matched("GET", "/queues/mail%20box")
+    assert_equal [:entry, {"set" => "dead", "key" => "1.5-abc"}],
+      matched("GET", "/dead/1.5-abc")
   end
 
   it "matches a segment only, never across slashes or with extra parts" do

@@ -15,10 +15,13 @@ end
 describe "Jiggler::Web workflow page" do
   include WebSession
 
-  it "draws each step with its state, and a wide column as one node with its counts" do
+  it "draws each step with its state, " \
+    "and a wide column as one node with its counts" do
     flow = Jiggler::Workflow.new
     root = flow.step(WebWorkflowTest::Step, 0)
-    leaves = Array.new(20) { |index| flow.step(WebWorkflowTest::Step, index, after: root) }
+    leaves = Array.new(20) do |index|
+      flow.step(WebWorkflowTest::Step, index, after: root)
+    end
     last = flow.step(WebWorkflowTest::Step, 1, after: leaves)
     flow.start
     get "/workflows/#{flow.id}"
@@ -27,10 +30,12 @@ describe "Jiggler::Web workflow page" do
     assert_includes body, %(data-step="#{last}" data-state="waiting")
     assert_includes body, "20 steps"
     assert_includes body, "20 waiting</text>"
-    assert_equal 2, body.scan("<line ").size, "root to the wide column, the wide column to the last step"
+    assert_equal 2, body.scan("<line ").size,
+      "root to the wide column, the wide column to the last step"
   end
 
-  it "draws a dead step, the steps it blocks, and the on_complete callback after every step" do
+  it "draws a dead step, the steps it blocks, " \
+    "and the on_complete callback after every step" do
     flow = Jiggler::Workflow.new
     doomed = flow.step(WebWorkflowTest::Step, 0)
     fine = flow.step(WebWorkflowTest::Step, 1)
@@ -44,7 +49,8 @@ describe "Jiggler::Web workflow page" do
     assert_includes body, %(data-step="#{fine}" data-state="released")
     assert_includes body, %(data-step="#{complete}" data-state="waiting")
     assert_includes body, %(<span class="wf-legend wf-dead">dead 1</span>)
-    assert_equal 4, body.scan("<line ").size, "the dead step to the blocked one, each step to the callback"
+    assert_equal 4, body.scan("<line ").size,
+      "the dead step to the blocked one, each step to the callback"
   end
 
   it "answers 404 for an unknown workflow" do

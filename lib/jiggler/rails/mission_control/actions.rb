@@ -20,7 +20,11 @@ module Jiggler
         # dispatched.
         # @parameter jobs [Array(ActiveJob::JobProxy)] jobs of the scheduled, retry and dead sets.
         # @returns [Integer] how many moved.
-        def rerun(jobs) = by_set(jobs) { |set, entries, _| SetActions.run(@store, set, entries) }
+        def rerun(jobs)
+          by_set(jobs) do |set, entries, _|
+            SetActions.run(@store, set, entries)
+          end
+        end
 
         # Deletes jobs from their queues and sets.
         # @parameter jobs [Array(ActiveJob::JobProxy)]
@@ -29,7 +33,10 @@ module Jiggler
         #   take back.
         def discard(jobs)
           running = jobs.find { |job| job.position.place == :running }
-          raise ActiveJob::Errors::InvalidOperation, "a running job cannot be discarded" if running
+          if running
+            raise ActiveJob::Errors::InvalidOperation,
+              "a running job cannot be discarded"
+          end
           queued, others = jobs.partition { |job| job.position.place == :queue }
           deleted = queued.count { |job| delete_queued(job.position) }
           deleted + by_set(others) do |set, entries, payloads|
@@ -39,13 +46,17 @@ module Jiggler
 
         private
 
-        def delete_queued(location) = @store.delete_queue_entry(location.name, location.payload)
+        def delete_queued(location)
+          @store.delete_queue_entry(location.name, location.payload)
+        end
 
         # Calls the block once per set with the jobs' entries and payloads. @returns [Integer] the
         # sum it returns.
         def by_set(jobs)
           jobs.group_by { |job| job.position.place }.sum do |set, group|
-            entries = group.map { |job| job.position.entry(job.raw_data["jid"]) }
+            entries = group.map do |job|
+              job.position.entry(job.raw_data["jid"])
+            end
             yield set, entries, group.map { |job| job.position.payload }
           end
         end

@@ -35,7 +35,9 @@ module Jiggler
           when :scheduled then [builder.set(:scheduled)]
           when :in_progress then [builder.list(running.call)]
           when nil then builder.everything(running.call)
-          else raise ActiveJob::Errors::QueryError, "jiggler keeps no #{status} jobs"
+          else
+            raise ActiveJob::Errors::QueryError,
+              "jiggler keeps no #{status} jobs"
           end
           new(segments)
         end
@@ -54,7 +56,9 @@ module Jiggler
           @segments.each_with_object([]) do |segment, found|
             break found if limit <= 0
             next offset -= segment.size if offset >= segment.size
-            taken = segment.reader.call(offset, [limit, segment.size - offset].min)
+            taken = segment.reader.call(
+              offset, [limit, segment.size - offset].min
+            )
             found.concat(taken)
             limit -= taken.size
             offset = 0
@@ -87,26 +91,37 @@ module Jiggler
           def queues(only)
             sizes = @store.queue_sizes
             names = only ? [only] : sizes.keys.grep(String).sort
-            names.map { |name| Segment.new(sizes.fetch(name, 0), queue_reader(name)) }
+            names.map do |name|
+              Segment.new(sizes.fetch(name, 0), queue_reader(name))
+            end
           end
 
           # The dead set, newest first, then the retry set, next retry first.
           def failed = [set(:dead, reverse: true), set(:retry)]
 
           # Every job: failed, scheduled, pending and running.
-          def everything(running) = failed + [set(:scheduled)] + queues(nil) + [list(running)]
+          def everything(running)
+            failed + [set(:scheduled)] + queues(nil) + [list(running)]
+          end
 
           # A sorted set's segment.
           def set(name, reverse: false)
             Segment.new(counts.fetch(name), lambda do |offset, limit|
-              entries = @store.set_entries(name, limit: limit, offset: offset, reverse: reverse)
-              entries.map { |payload, score| Location.new(place: name, score:, payload:) }
+              entries = @store.set_entries(
+                name, limit: limit, offset: offset, reverse: reverse
+              )
+              entries.map do |payload, score|
+                Location.new(place: name, score:, payload:)
+              end
             end)
           end
 
           # A segment of Locations already read.
           def list(locations)
-            Segment.new(locations.size, ->(offset, limit) { locations[offset, limit] || [] })
+            Segment.new(
+              locations.size,
+              ->(offset, limit) { locations[offset, limit] || [] }
+            )
           end
 
           private
@@ -115,9 +130,10 @@ module Jiggler
 
           def queue_reader(name)
             lambda do |offset, limit|
-              @store.queue_entries(name, limit: limit, offset: offset).map do |payload|
-                Location.new(place: :queue, name: name, payload: payload)
-              end
+              @store.queue_entries(name, limit: limit, offset: offset)
+                .map do |payload|
+                  Location.new(place: :queue, name: name, payload: payload)
+                end
             end
           end
         end

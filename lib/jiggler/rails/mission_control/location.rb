@@ -8,7 +8,8 @@ module Jiggler
       # or the process that runs it (for :running); `score` is its score in a set; `payload` is the
       # payload as stored. A running job also has the time it started and the id of its worker.
       Location = Struct.new(
-        :place, :name, :score, :payload, :started_at, :worker_id, keyword_init: true
+        :place, :name, :score, :payload, :started_at, :worker_id,
+        keyword_init: true
       ) do
         # The Mission Control status of a job in this place.
         # @returns [Symbol] :pending, :scheduled, :failed or :in_progress.
@@ -21,7 +22,11 @@ module Jiggler
 
       # Mission Control's statuses of jiggler's places.
       PLACE_STATUSES = {
-        queue: :pending, scheduled: :scheduled, retry: :failed, dead: :failed, running: :in_progress
+        queue: :pending,
+        scheduled: :scheduled,
+        retry: :failed,
+        dead: :failed,
+        running: :in_progress
       }.freeze
     end
   end

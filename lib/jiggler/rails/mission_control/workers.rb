@@ -12,7 +12,8 @@ module Jiggler
       # payloads in flight.
       class Workers
         # The fields of a process's report shown as its configuration.
-        CONFIGURATION = %w[concurrency timeout queues pid started_at quiet].freeze
+        CONFIGURATION =
+          %w[concurrency timeout queues pid started_at quiet].freeze
 
         # A worker's id in Mission Control: a digest of the process id, which holds dots and commas
         # that a URL segment cannot carry.
@@ -26,11 +27,17 @@ module Jiggler
 
         # The live processes, by name.
         # @returns [Array(Hash)] id, name, hostname, last_heartbeat_at, configuration and raw_data.
-        def list = @list ||= processes.map { |process, info| worker(process, info) }
+        def list
+          @list ||= processes.map { |process, info| worker(process, info) }
+        end
 
         # The queues the live processes work, each once.
         # @returns [Array(String)]
-        def queue_names = processes.flat_map { |_, info| info["queues"].to_s.split(",") }.uniq
+        def queue_names
+          processes
+            .flat_map { |_, info| info["queues"].to_s.split(",") }
+            .uniq
+        end
 
         # @returns [Hash | Nil] the worker of that id.
         def find(id) = list.find { |worker| worker[:id] == id }
@@ -58,17 +65,27 @@ module Jiggler
         end
 
         def worker(process, info)
-          {id: Workers.id(process), name: info["name"] || process, hostname: info["hostname"],
-           last_heartbeat_at: (Time.at(info["heartbeat"]).utc if info["heartbeat"].is_a?(Numeric)),
-           configuration: info.slice(*CONFIGURATION),
-           raw_data: info.except("current_jobs").merge("id" => process)}
+          {
+            id: Workers.id(process),
+            name: info["name"] || process,
+            hostname: info["hostname"],
+            last_heartbeat_at: (
+              if info["heartbeat"].is_a?(Numeric)
+                Time.at(info["heartbeat"]).utc
+              end
+            ),
+            configuration: info.slice(*CONFIGURATION),
+            raw_data: info.except("current_jobs").merge("id" => process)
+          }
         end
 
         # A process's running jobs, with their payloads as held in flight. A job its last heartbeat
         # reports that it no longer holds has finished since; a process that holds nothing in flight
         # (at-most-once mode) shows none.
         def jobs(process, info, id)
-          held = @store.in_flight(process).to_h { |fetched| [fetched.handle.to_s, fetched.payload] }
+          held = @store.in_flight(process).to_h do |fetched|
+            [fetched.handle.to_s, fetched.payload]
+          end
           current = info["current_jobs"].is_a?(Hash) ? info["current_jobs"] : {}
           current.filter_map do |handle, work|
             next unless work.is_a?(Hash) && held.key?(handle)
