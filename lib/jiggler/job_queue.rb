@@ -67,16 +67,37 @@ module Jiggler
       json = dump(payload)
       event = {"type" => "job_created", "state" => state_value(stored)}
       id = transaction do
-        @db.execute("INSERT INTO jobs (state, payload, modified) VALUES (?, ?, ?)", [stored, json, now])
-        @db.last_insert_row_id.tap { |new_id| add_event(new_id, event, at: now) }
+        @db.execute(
+          "INSERT INTO jobs (state, payload, modified) VALUES (?, ?, ?)",
+          [stored, json, now]
+        )
+        @db.last_insert_row_id.tap do |new_id|
+          add_event(new_id, event, at: now)
+        end
       end
-      Job.new(id, event["state"], JSON_CODER.load(json), [[now, event]], Time.at(now))
+      Job.new(
+        id,
+        event["state"],
+        JSON_CODER.load(json),
+        [[now, event]],
+        Time.at(now)
+      )
     end
 
     # Reads a job with its events. @returns [Job | Nil]
     def get(id)
-      row = @db.get_first_row("SELECT id, state, typeof(state), payload, modified FROM jobs WHERE id = ?", [id])
-      row && Job.new(row[0], State.load(row[1], row[2]), JSON_CODER.load(row[3]), events(id), Time.at(row[4]))
+      row = @db.get_first_row(
+        "SELECT id, state, typeof(state), payload, modified FROM jobs " \
+        "WHERE id = ?",
+        [id]
+      )
+      row && Job.new(
+        row[0],
+        State.load(row[1], row[2]),
+        JSON_CODER.load(row[3]),
+        events(id),
+        Time.at(row[4])
+      )
     end
 
     # Takes the least recently modified job matching `query` (jobq's round robin, which favours progress) and moves
@@ -91,8 +112,11 @@ module Jiggler
       where, values = Query.conditions(query)
       stored = State.dump(new_state)
       transaction do
-        id, old, type = @db.get_first_row("SELECT id, state, typeof(state) FROM jobs " \
-          "WHERE #{where} ORDER BY modified, id LIMIT 1", values)
+        id, old, type = @db.get_first_row(
+          "SELECT id, state, typeof(state) FROM jobs " \
+          "WHERE #{where} ORDER BY modified, id LIMIT 1",
+          values
+        )
         id && change_state(id, State.load(old, type), stored)
       end
     end
@@ -104,7 +128,15 @@ module Jiggler
     def cas_state(id, old_state, new_state)
       expected = State.dump(old_state)
       stored = State.dump(new_state)
-      transaction { change_state(id, state_value(expected), stored, "AND state IS ?", [expected]) }
+      transaction do
+        change_state(
+          id,
+          state_value(expected),
+          stored,
+          "AND state IS ?",
+          [expected]
+        )
+      end
     end
 
     # Appends an event (any JSON value) to a job's log.
@@ -112,8 +144,11 @@ module Jiggler
     def append_event(id, event)
       transaction do
         now = Time.now.to_f
-        state, type, payload = @db.get_first_row("UPDATE jobs SET modified = ? WHERE id = ? " \
-          "RETURNING state, typeof(state), payload", [now, id])
+        state, type, payload = @db.get_first_row(
+          "UPDATE jobs SET modified = ? WHERE id = ? " \
+          "RETURNING state, typeof(state), payload",
+          [now, id]
+        )
         next unless payload
         add_event(id, event, at: now)
         job_as_now(id, State.load(state, type), payload, now)
@@ -122,7 +157,10 @@ module Jiggler
 
     # A job's events, oldest first. @returns [Array([Float, Object])] empty for an unknown id.
     def events(id)
-      @db.execute("SELECT at, event FROM events WHERE job_id = ? ORDER BY id", [id]).map do |at, event|
+      @db.execute(
+        "SELECT at, event FROM events WHERE job_id = ? ORDER BY id",
+        [id]
+      ).map do |at, event|
         [at, JSON_CODER.load(event)]
       end
     end
@@ -151,7 +189,10 @@ module Jiggler
 
     # Records an event inside the caller's transaction.
     def add_event(id, event, at:)
-      @db.execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, dump(event)])
+      @db.execute(
+        "INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)",
+        [id, at, dump(event)]
+      )
     end
 
     # Sets a job's state and modified time and logs the change, inside the caller's transaction.
@@ -159,20 +200,35 @@ module Jiggler
     # @returns [Job | Nil] the job as it is now; nil when no job changed.
     def change_state(id, old, stored, condition = "", values = [])
       now = Time.now.to_f
-      payload, = @db.get_first_row("UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} " \
-        "RETURNING payload", [stored, now, id, *values])
+      payload, = @db.get_first_row(
+        "UPDATE jobs SET state = ?, modified = ? WHERE id = ? #{condition} " \
+        "RETURNING payload",
+        [stored, now, id, *values]
+      )
       return unless payload
       state = state_value(stored)
-      add_event(id, {"type" => "job_state_advanced", "old" => old, "new" => state}, at: now)
+      add_event(
+        id,
+        {"type" => "job_state_advanced", "old" => old, "new" => state},
+        at: now
+      )
       job_as_now(id, state, payload, now)
     end
 
     def job_as_now(id, state, payload, modified)
-      Job.new(id, state, JSON_CODER.load(payload), events(id), Time.at(modified))
+      Job.new(
+        id,
+        state,
+        JSON_CODER.load(payload),
+        events(id),
+        Time.at(modified)
+      )
     end
 
     # A stored state as the value it stands for.
-    def state_value(stored) = stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored
+    def state_value(stored)
+      stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored
+    end
 
     def dump(value) = JSON_CODER.dump(value)
   end

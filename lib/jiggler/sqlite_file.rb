@@ -34,7 +34,8 @@ module Jiggler
     #   newer jiggler.
     def open(path, schema, synchronous: "normal", connection: Connection)
       unless SYNCHRONOUS.include?(synchronous.to_s)
-        raise ArgumentError, "synchronous must be one of #{SYNCHRONOUS.join(", ")}"
+        raise ArgumentError,
+          "synchronous must be one of #{SYNCHRONOUS.join(", ")}"
       end
       db = connect(path, connection)
       schema.check(db, path)
@@ -44,7 +45,9 @@ module Jiggler
       db
     rescue SQLite3::NotADatabaseException, SQLite3::CorruptException => error
       db&.close
-      raise OpenError, "#{path} is not a jiggler database (#{error.message.lines.first.strip}); nothing was changed"
+      raise OpenError,
+        "#{path} is not a jiggler database " \
+        "(#{error.message.lines.first.strip}); nothing was changed"
     rescue OpenError
       db&.close
       raise
@@ -54,7 +57,9 @@ module Jiggler
       FileUtils.mkdir_p(::File.dirname(path)) unless path == ":memory:"
       connection.new(path).tap { |db| db.wait_for_locks(LOCK_TIMEOUT) }
     rescue SQLite3::Exception, SystemCallError => error
-      raise OpenError, "cannot open jiggler database #{path}: #{error.message.lines.first.strip}"
+      raise OpenError,
+        "cannot open jiggler database #{path}: " \
+        "#{error.message.lines.first.strip}"
     end
 
     # Switching to WAL needs the file to itself and SQLite does not wait for that lock: retry while another process

@@ -40,8 +40,8 @@ module JobQueueChildren
     sleep 10
   RUBY
 
-  # A child that, when told to, opens (creating and migrating) the queues ARGV[0]/0.sqlite3 to ARGV[0]/<ARGV[1] - 1>.sqlite3
-  # in turn, adding a job to each; it prints every error and exits 1 if there was any.
+  # A child that, when told to, opens (creating and migrating) the queues ARGV[0]/0.sqlite3 to
+  # ARGV[0]/<ARGV[1] - 1>.sqlite3 in turn, adding a job to each; it prints every error and exits 1 if there was any.
   OPENER = <<~RUBY
     require "jiggler/job_queue"
     $stdout.puts "ready"
@@ -99,14 +99,22 @@ describe Jiggler::JobQueue do
     rescue Errno::ESRCH, Errno::ECHILD
       nil
     end
-    @children.each { |child| warn("--- child #{child.pid} stderr:\n#{File.read(child.log)}") if File.size?(child.log) } unless passed?
+    unless passed?
+      @children.each do |child|
+        if File.size?(child.log)
+          warn("--- child #{child.pid} stderr:\n#{File.read(child.log)}")
+        end
+      end
+    end
     FileUtils.rm_rf(@dir)
   end
 
   def path(name = "jobs.sqlite3") = File.join(@dir, name)
 
   # A queue closed after the test.
-  def open_queue(file = path, **options) = Jiggler::JobQueue.new(file, **options).tap { |queue| @queues << queue }
+  def open_queue(file = path, **options)
+    Jiggler::JobQueue.new(file, **options).tap { |queue| @queues << queue }
+  end
 
   def queue = @queue ||= open_queue
 
@@ -120,43 +128,66 @@ describe Jiggler::JobQueue do
     out_reader, out_writer = IO.pipe
     in_reader, in_writer = IO.pipe
     log = File.join(@dir, "child-#{@children.size}.log")
-    pid = Process.spawn(RbConfig.ruby, "-I", JobQueueChildren::LIB, "-e", script, *args, in: in_reader, out: out_writer, err: log)
+    pid = Process.spawn(
+      RbConfig.ruby,
+      "-I",
+      JobQueueChildren::LIB,
+      "-e",
+      script,
+      *args,
+      in: in_reader,
+      out: out_writer,
+      err: log
+    )
     [out_writer, in_reader].each(&:close)
-    JobQueueChildren::Child.new(pid, out_reader, in_writer, log).tap { |child| @children << child }
+    JobQueueChildren::Child.new(pid, out_reader, in_writer, log)
+      .tap { |child| @children << child }
   end
 
   # A line of a child's output, or a failure after `timeout` seconds.
   def read_line(child, timeout: 20)
-    assert IO.select([child.out], nil, nil, timeout), "child #{child.pid} printed nothing within #{timeout} s: #{File.read(child.log)}"
+    assert IO.select([child.out], nil, nil, timeout),
+      "child #{child.pid} printed nothing within #{timeout} s: " \
+      "#{File.read(child.log)}"
     child.out.gets
   end
 
   # Waits for a child to exit. @returns [Process::Status]
   def wait_exit(child, timeout: 20)
-    wait_for(timeout: timeout, message: "child #{child.pid} to exit") { Process.wait2(child.pid, Process::WNOHANG)&.last }
+    wait_for(timeout: timeout, message: "child #{child.pid} to exit") do
+      Process.wait2(child.pid, Process::WNOHANG)&.last
+    end
   end
 
   # The bytes of a file and the names beside it, to prove that a refused file was left alone.
-  def snapshot(file) = [File.binread(file), Dir.children(File.dirname(file)).sort]
+  def snapshot(file)
+    [File.binread(file), Dir.children(File.dirname(file)).sort]
+  end
 
   # Asserts that opening `file` raises OpenError naming it, and changes neither the file nor its directory.
   def assert_refused(file, reason)
     before = snapshot(file)
-    error = assert_raises(Jiggler::JobQueue::OpenError) { Jiggler::JobQueue.new(file) }
+    error = assert_raises(Jiggler::JobQueue::OpenError) do
+      Jiggler::JobQueue.new(file)
+    end
     assert_includes error.message, file, "the error should name the file"
     assert_match reason, error.message
-    assert_equal before, snapshot(file), "the file's bytes (and the files beside it) should be unchanged"
+    assert_equal before, snapshot(file),
+      "the file's bytes (and the files beside it) should be unchanged"
     error
   end
 
   describe "opening" do
-    it "creates the file, in WAL mode with synchronous NORMAL by default, and the block form closes it" do
+    it "creates the file, in WAL mode with synchronous NORMAL by default, " \
+      "and the block form closes it" do
       result = Jiggler::JobQueue.open(path) do |queue|
         assert_equal path, queue.path
         assert_equal "wal", pragma(queue.db, "journal_mode")
         assert_equal 1, pragma(queue.db, "synchronous"), "NORMAL"
-        assert_equal Jiggler::JobQueue::SCHEMA.version, pragma(queue.db, "user_version")
-        assert_equal Jiggler::JobQueue::SCHEMA.application_id, pragma(queue.db, "application_id")
+        assert_equal Jiggler::JobQueue::SCHEMA.version,
+          pragma(queue.db, "user_version")
+        assert_equal Jiggler::JobQueue::SCHEMA.application_id,
+          pragma(queue.db, "application_id")
         @opened = queue
         queue.create({"a" => 1}, "new").id
       end
@@ -175,7 +206,8 @@ describe Jiggler::JobQueue do
       assert_predicate @opened.db, :closed?
     end
 
-    it "returns the open queue without a block, and close can be called twice" do
+    it "returns the open queue without a block, " \
+      "and close can be called twice" do
       queue = Jiggler::JobQueue.open(path)
       refute_predicate queue.db, :closed?
       queue.close
@@ -191,15 +223,21 @@ describe Jiggler::JobQueue do
 
     it "takes synchronous FULL" do
       assert_equal 2, pragma(open_queue(synchronous: "full").db, "synchronous")
-      assert_equal 2, pragma(open_queue(path("other.sqlite3"), synchronous: :full).db, "synchronous")
+      assert_equal 2, pragma(
+        open_queue(path("other.sqlite3"), synchronous: :full).db,
+        "synchronous"
+      )
     end
 
     it "refuses another synchronous setting before creating anything" do
       %w[off extra FAST].each do |value|
-        error = assert_raises(ArgumentError) { Jiggler::JobQueue.new(path, synchronous: value) }
+        error = assert_raises(ArgumentError) do
+          Jiggler::JobQueue.new(path, synchronous: value)
+        end
         assert_match(/normal, full/, error.message)
       end
-      refute File.exist?(path), "no file should be created for a refused setting"
+      refute File.exist?(path),
+        "no file should be created for a refused setting"
     end
 
     it "keeps its jobs and events when reopened, migrating only once" do
@@ -212,26 +250,39 @@ describe Jiggler::JobQueue do
       3.times do
         Jiggler::JobQueue.open(path) do |queue|
           job = queue.get(first)
-          assert_equal ["new", {"url" => "https://example.com"}], [job.state, job.payload]
+          assert_equal ["new", {"url" => "https://example.com"}],
+            [job.state, job.payload]
           assert_equal [created("new"), "created"], job.events.map(&:last)
-          assert_equal Jiggler::JobQueue::SCHEMA.version, pragma(queue.db, "user_version")
-          schema = queue.db.execute("SELECT type, name FROM sqlite_master ORDER BY name")
+          assert_equal Jiggler::JobQueue::SCHEMA.version,
+            pragma(queue.db, "user_version")
+          schema = queue.db.execute(
+            "SELECT type, name FROM sqlite_master ORDER BY name"
+          )
           tables ||= schema
           assert_equal tables, schema, "reopening must not add or change tables"
         end
       end
-      assert_equal 1, Jiggler::JobQueue.open(path) { |queue| queue.db.get_first_value("SELECT count(*) FROM jobs") }
+      assert_equal 1, Jiggler::JobQueue.open(path) { |queue|
+        queue.db.get_first_value("SELECT count(*) FROM jobs")
+      }
     end
 
     # Three processes open the same 20 new files in the same order, so that they race at creating each one.
     it "lets several processes create and migrate new files at once" do
       files = 20
-      children = Array.new(3) { spawn_ruby(JobQueueChildren::OPENER, @dir, files.to_s) }
+      children = Array.new(3) do
+        spawn_ruby(JobQueueChildren::OPENER, @dir, files.to_s)
+      end
       children.each { |child| assert_equal "ready\n", read_line(child) }
       children.each { |child| child.go.puts("go") }
-      children.each { |child| assert_equal 0, wait_exit(child, timeout: 30).exitstatus, File.read(child.log) }
+      children.each do |child|
+        assert_equal 0, wait_exit(child, timeout: 30).exitstatus,
+          File.read(child.log)
+      end
       files.times do |index|
-        pids = open_queue(path("#{index}.sqlite3")).db.execute("SELECT payload FROM jobs").map { |(json)| JSON.parse(json)["pid"] }
+        pids = open_queue(path("#{index}.sqlite3")).db
+          .execute("SELECT payload FROM jobs")
+          .map { |(json)| JSON.parse(json)["pid"] }
         assert_equal children.map(&:pid).sort, pids.sort
       end
     end
@@ -239,18 +290,33 @@ describe Jiggler::JobQueue do
     # The moment two processes opening one new file race at, made certain: another connection creates and migrates the
     # file between this one's first look at it (an empty file, no application id) and its next. (The other opens on a
     # thread given a second to finish, so that a check that holds a read lock across its reads is not deadlocked.)
-    it "accepts a new file that another process migrates while this one is checking it" do
-      other_open = -> { Jiggler::JobQueue.open(path) { |queue| queue.create({"by" => "other"}, "new") } }
+    it "accepts a new file that another process migrates " \
+      "while this one is checking it" do
+      other_open = -> {
+        Jiggler::JobQueue.open(path) do |queue|
+          queue.create({"by" => "other"}, "new")
+        end
+      }
       other = nil
-      MigrateBetweenReads.once(-> { (other = Thread.new(&other_open)).join(1) }) { open_queue.create({"by" => "this"}, "new") }
-      refute_nil other, "the other connection never opened between this one's reads: the test did not race"
+      MigrateBetweenReads.once(
+        -> { (other = Thread.new(&other_open)).join(1) }
+      ) do
+        open_queue.create({"by" => "this"}, "new")
+      end
+      refute_nil other,
+        "the other connection never opened between this one's reads: " \
+        "the test did not race"
       other.value
-      assert_equal %w[other this], queue.db.execute("SELECT payload FROM jobs").map { |(json)| JSON.parse(json)["by"] }.sort
+      assert_equal %w[other this],
+        queue.db.execute("SELECT payload FROM jobs")
+          .map { |(json)| JSON.parse(json)["by"] }
+          .sort
     end
 
     # Switching a new file to WAL needs the file to itself for a moment; SQLite does not call the busy handler for that
     # lock, so the queue must wait for it as for any other lock.
-    it "waits for another connection's lock while setting up a new file, rather than failing" do
+    it "waits for another connection's lock while setting up a new file, " \
+      "rather than failing" do
       holder = SQLite3::Database.new(path)
       holder.execute("BEGIN IMMEDIATE")
       release = Thread.new do
@@ -274,19 +340,30 @@ describe Jiggler::JobQueue do
   end
 
   describe "its file" do
-    it "defines its tables in its own schema file, as the SQLite and PostgreSQL stores do theirs, and nowhere else" do
+    it "defines its tables in its own schema file, " \
+      "as the SQLite and PostgreSQL stores do theirs, and nowhere else" do
       lib = File.expand_path("../../lib", __dir__)
       ddl = /\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b|PRAGMA\s+user_version\s*=/i
-      files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")].select { |file| ddl.match?(File.read(file)) }
+      files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")]
+        .select { |file| ddl.match?(File.read(file)) }
       # sqlite_file/schema.rb runs the SQLite files' migrations and sets their version.
-      schemas = %w[job_queue/schema.rb sqlite_file/schema.rb store/postgres/schema.rb store/sqlite/schema.rb]
-      assert_equal schemas.map { |file| File.join(lib, "jiggler", file) }, files.sort
+      schemas = %w[
+        job_queue/schema.rb
+        sqlite_file/schema.rb
+        store/postgres/schema.rb
+        store/sqlite/schema.rb
+      ]
+      assert_equal schemas.map { |file| File.join(lib, "jiggler", file) },
+        files.sort
     end
 
     it "is marked as a JobQueue file, not as the SQLite store's" do
-      refute_equal Jiggler::Store::SQLite::SCHEMA.application_id, pragma(queue.db, "application_id")
-      assert_equal [["events"], ["jobs"]], queue.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' " \
-        "AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      refute_equal Jiggler::Store::SQLite::SCHEMA.application_id,
+        pragma(queue.db, "application_id")
+      assert_equal [["events"], ["jobs"]], queue.db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' " \
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+      )
     end
   end
 
@@ -294,13 +371,19 @@ describe Jiggler::JobQueue do
   describe "on the SQLite store's file" do
     def store_file_with_a_job
       store = Jiggler::Store::SQLite.new(path: path)
-      store.push("default", [JSON.generate("jid" => "a", "class" => "HardJob", "args" => [])])
+      store.push(
+        "default",
+        [JSON.generate("jid" => "a", "class" => "HardJob", "args" => [])]
+      )
       store.close
     end
 
     it "refuses it, unchanged, and the store still has its job" do
       store_file_with_a_job
-      assert_refused(path, /is the SQLite store's database, not a Jiggler::JobQueue file/)
+      assert_refused(
+        path,
+        /is the SQLite store's database, not a Jiggler::JobQueue file/
+      )
       store = Jiggler::Store::SQLite.new(path: path)
       assert_equal({"default" => 1}, store.queue_sizes)
       assert_equal [{"type" => "enqueued"}], store.history("a").map(&:last)
@@ -309,24 +392,35 @@ describe Jiggler::JobQueue do
     end
 
     # Until JobQueue took files of its own, it shared the store's (schema 3: JobQueue's rows have no queue).
-    it "refuses a store file from before, with JobQueue rows in it, unchanged" do
+    it "refuses a store file from before, " \
+      "with JobQueue rows in it, unchanged" do
       db = SQLite3::Database.new(path)
-      (1..3).each { |step| db.execute_batch(Jiggler::Store::SQLite::SCHEMA.migrations.fetch(step)) }
-      db.execute("PRAGMA application_id = #{Jiggler::Store::SQLite::SCHEMA.application_id}")
+      (1..3).each do |step|
+        db.execute_batch(Jiggler::Store::SQLite::SCHEMA.migrations.fetch(step))
+      end
+      db.execute(
+        "PRAGMA application_id = " \
+        "#{Jiggler::Store::SQLite::SCHEMA.application_id}"
+      )
       db.execute("PRAGMA user_version = 3")
-      db.execute("INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}')")
+      db.execute(
+        "INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}')"
+      )
       db.close
       assert_refused(path, /is the SQLite store's database/)
     end
   end
 
   describe "refusing a file" do
-    it "raises OpenError naming the path when its directory cannot be created" do
+    it "raises OpenError naming the path " \
+      "when its directory cannot be created" do
       blocker = path("blocker")
       File.write(blocker, "a plain file where a directory should be\n")
       file = File.join(blocker, "sub", "jobs.sqlite3")
       before = File.binread(blocker)
-      error = assert_raises(Jiggler::JobQueue::OpenError) { Jiggler::JobQueue.new(file) }
+      error = assert_raises(Jiggler::JobQueue::OpenError) do
+        Jiggler::JobQueue.new(file)
+      end
       assert_includes error.message, file
       assert_equal before, File.binread(blocker)
       assert_kind_of Jiggler::Error, error
@@ -334,7 +428,9 @@ describe Jiggler::JobQueue do
 
     it "raises OpenError naming the path when it is a directory" do
       FileUtils.mkdir_p(path)
-      error = assert_raises(Jiggler::JobQueue::OpenError) { Jiggler::JobQueue.new(path) }
+      error = assert_raises(Jiggler::JobQueue::OpenError) do
+        Jiggler::JobQueue.new(path)
+      end
       assert_includes error.message, path
       assert_empty Dir.children(path)
     end
@@ -355,10 +451,12 @@ describe Jiggler::JobQueue do
       db.execute("INSERT INTO users (name) VALUES ('ada')")
       db.close
       assert_refused(path, /not a jiggler database/)
-      assert_equal [[1, "ada"]], SQLite3::Database.new(path).execute("SELECT * FROM users")
+      assert_equal [[1, "ada"]],
+        SQLite3::Database.new(path).execute("SELECT * FROM users")
     end
 
-    it "refuses an SQLite database of another application, even without tables, unchanged" do
+    it "refuses an SQLite database of another application, " \
+      "even without tables, unchanged" do
       db = SQLite3::Database.new(path)
       db.execute("PRAGMA application_id = 1234")
       db.close
@@ -366,23 +464,37 @@ describe Jiggler::JobQueue do
     end
 
     it "refuses a jiggler database from a newer version, unchanged" do
-      Jiggler::JobQueue.open(path) { |queue| queue.create({"keep" => true}, "new") }
+      Jiggler::JobQueue.open(path) do |queue|
+        queue.create({"keep" => true}, "new")
+      end
       db = SQLite3::Database.new(path)
-      db.execute("PRAGMA user_version = #{Jiggler::JobQueue::SCHEMA.version + 1}")
+      db.execute(
+        "PRAGMA user_version = #{Jiggler::JobQueue::SCHEMA.version + 1}"
+      )
       db.close
-      assert_refused(path, /newer jiggler \(schema #{Jiggler::JobQueue::SCHEMA.version + 1}/)
+      assert_refused(
+        path,
+        /newer jiggler \(schema #{Jiggler::JobQueue::SCHEMA.version + 1}/
+      )
     end
   end
 
   describe "jobs" do
-    it "creates jobs with increasing ids and returns each as get reads it back, creation logged" do
-      payload = {"user_id" => 2**40, "msg" => "héllo ✓", "tags" => ["a", 1, 2.5, nil, true], "nested" => {"k" => []}}
+    it "creates jobs with increasing ids and returns each " \
+      "as get reads it back, creation logged" do
+      payload = {
+        "user_id" => 2**40,
+        "msg" => "héllo ✓",
+        "tags" => ["a", 1, 2.5, nil, true],
+        "nested" => {"k" => []}
+      }
       before = Time.now
       first = queue.create(payload, "new")
       second = queue.create({"n" => 2}, "other")
       assert_kind_of Jiggler::JobQueue::Job, first
       assert_operator second.id, :>, first.id
-      assert_equal [payload, "new", [created("new")]], [first.payload, first.state, first.events.map(&:last)]
+      assert_equal [payload, "new", [created("new")]],
+        [first.payload, first.state, first.events.map(&:last)]
       assert_kind_of Time, first.modified
       assert_operator first.modified, :>=, before - 1
       assert_equal first.modified.to_f, first.events.first.first
@@ -415,7 +527,10 @@ describe Jiggler::JobQueue do
       assert_equal true, queue.delete(id)
       assert_nil queue.get(id)
       assert_equal [], queue.events(id)
-      assert_equal 0, queue.db.get_first_value("SELECT count(*) FROM events WHERE job_id = ?", [id])
+      assert_equal 0, queue.db.get_first_value(
+        "SELECT count(*) FROM events WHERE job_id = ?",
+        [id]
+      )
       assert_equal false, queue.delete(id)
       assert_equal [created("new"), "kept"], queue.get(other).events.map(&:last)
     end
@@ -426,13 +541,16 @@ describe Jiggler::JobQueue do
       queue.append_event(id, "from a process still holding the old id")
       queue.cas_state(id, "new", "taken")
       fresh = queue.create({"new" => true}, "new").id
-      refute_equal id, fresh, "a stale id held elsewhere (cas_state, append_event) must not reach another job"
+      refute_equal id, fresh,
+        "a stale id held elsewhere (cas_state, append_event) " \
+        "must not reach another job"
       assert_equal [created("new")], queue.get(fresh).events.map(&:last)
     end
   end
 
   describe "poll" do
-    it "takes the oldest job in a state, moves it and returns it as it is now; nil when none is left" do
+    it "takes the oldest job in a state, moves it and returns it as it is " \
+      "now; nil when none is left" do
       ids = %w[a b c].map { |name| queue.create({"name" => name}, "new").id }
       queue.create({"name" => "other"}, "done")
       taken = Array.new(3) { queue.poll({state: "new"}, "working") }
@@ -443,7 +561,8 @@ describe Jiggler::JobQueue do
       assert_equal %w[working] * 3, ids.map { |id| queue.get(id).state }
     end
 
-    it "takes the oldest match, not the first created, when older ones are in another state" do
+    it "takes the oldest match, not the first created, " \
+      "when older ones are in another state" do
       first = queue.create({}, "new").id
       second = queue.create({}, "new").id
       queue.cas_state(first, "new", "held")
@@ -457,39 +576,64 @@ describe Jiggler::JobQueue do
       sms = queue.create({"kind" => "sms", "to" => "b"}, "new").id
       late_email = queue.create({"kind" => "email", "to" => "c"}, "later").id
       assert_equal sms, queue.poll({"kind" => "sms"}, "sent").id
-      assert_equal email, queue.poll({:state => "new", "kind" => "email"}, "sent").id
+      assert_equal email,
+        queue.poll({:state => "new", "kind" => "email"}, "sent").id
       assert_nil queue.poll({:state => "new", "kind" => "email"}, "sent")
-      assert_equal late_email, queue.poll({kind: "email", state: "later"}, "sent").id, "symbol field names too"
+      assert_equal late_email,
+        queue.poll({kind: "email", state: "later"}, "sent").id,
+        "symbol field names too"
       assert_nil queue.poll({"kind" => "fax"}, "sent")
     end
 
     it "matches numbers, symbols and booleans in payload fields" do
-      one = queue.create({"n" => 1, "ratio" => 0.5, "urgent" => true, "lane" => "fast"}, "new").id
-      two = queue.create({"n" => 2, "ratio" => 1.5, "urgent" => false, "lane" => "slow"}, "new").id
+      one = queue.create(
+        {"n" => 1, "ratio" => 0.5, "urgent" => true, "lane" => "fast"},
+        "new"
+      ).id
+      two = queue.create(
+        {"n" => 2, "ratio" => 1.5, "urgent" => false, "lane" => "slow"},
+        "new"
+      ).id
       assert_equal two, queue.poll({"n" => 2}, "x").id
       assert_equal one, queue.poll({"ratio" => 0.5}, "x").id
-      assert_equal [one, two], %i[fast slow].map { |lane| queue.poll({"lane" => lane}, "y").id }
+      assert_equal [one, two],
+        %i[fast slow].map { |lane| queue.poll({"lane" => lane}, "y").id }
       assert_equal one, queue.poll({"urgent" => true}, "z").id
       assert_equal two, queue.poll({"urgent" => false}, "z").id
     end
 
-    it "matches an Array only to an equal array field, never to a scalar, and [] to an empty array alone" do
+    it "matches an Array only to an equal array field, never to a scalar, " \
+      "and [] to an empty array alone" do
       scalar = queue.create({"tags" => "x"}, "new").id
       text = queue.create({"tags" => '["x"]'}, "new").id
       array = queue.create({"tags" => ["x"]}, "new").id
       empty = queue.create({"tags" => []}, "new").id
-      assert_equal array, queue.poll({:state => "new", "tags" => ["x"]}, "taken").id
-      assert_nil queue.poll({:state => "new", "tags" => ["x"]}, "taken"), "neither the scalar \"x\" nor the string '[\"x\"]'"
-      assert_equal empty, queue.poll({:state => "new", "tags" => []}, "taken").id
-      assert_nil queue.poll({:state => "new", "tags" => []}, "taken"), "[] binds nothing of the previous poll"
-      assert_equal [scalar, text], [queue.poll({"tags" => "x"}, "t").id, queue.poll({"tags" => '["x"]'}, "t").id]
+      assert_equal array,
+        queue.poll({:state => "new", "tags" => ["x"]}, "taken").id
+      assert_nil queue.poll({:state => "new", "tags" => ["x"]}, "taken"),
+        "neither the scalar \"x\" nor the string '[\"x\"]'"
+      assert_equal empty,
+        queue.poll({:state => "new", "tags" => []}, "taken").id
+      assert_nil queue.poll({:state => "new", "tags" => []}, "taken"),
+        "[] binds nothing of the previous poll"
+      assert_equal [scalar, text], [
+        queue.poll({"tags" => "x"}, "t").id,
+        queue.poll({"tags" => '["x"]'}, "t").id
+      ]
     end
 
-    it "refuses a Hash or a non-JSON value for a field with a clear ArgumentError, changing nothing" do
+    it "refuses a Hash or a non-JSON value for a field " \
+      "with a clear ArgumentError, changing nothing" do
       queue.create({"meta" => {"a" => 1}}, "new")
       [{"a" => 1}, [{"a" => 1}], Object.new, Time.at(0)].each do |value|
-        error = assert_raises(ArgumentError) { queue.poll({"meta" => value}, "taken") }
-        assert_match(/\Apoll matches payload field "meta" against nil, true, false, a number, a String, a Symbol or an Array of these \(got /, error.message)
+        error = assert_raises(ArgumentError) do
+          queue.poll({"meta" => value}, "taken")
+        end
+        assert_match(
+          /\Apoll matches payload field "meta" against nil, true, false, \
+a number, a String, a Symbol or an Array of these \(got /,
+          error.message
+        )
       end
       assert_equal "new", queue.get(1).state
     end
@@ -511,10 +655,15 @@ describe Jiggler::JobQueue do
     # jobq's poll is meant as a scheduler's inner loop: taking the oldest job must not sort every waiting job. The
     # median of 40 polls with 20,000 jobs waiting is compared with 200 waiting; a poll that sorts is about 30 times
     # slower there, an indexed one about as fast.
-    it "takes the oldest job without sorting the whole queue: about as fast with 20,000 jobs waiting as with 200" do
+    it "takes the oldest job without sorting the whole queue: " \
+      "about as fast with 20,000 jobs waiting as with 200" do
       timings = [200, 20_000].map do |waiting|
         memory = open_queue(":memory:")
-        memory.transaction { waiting.times { |n| memory.create({"n" => n, "msg" => "x" * 200}, "new") } }
+        memory.transaction do
+          waiting.times do |n|
+            memory.create({"n" => n, "msg" => "x" * 200}, "new")
+          end
+        end
         Array.new(40) do
           started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
           memory.poll({state: "new"}, "taken")
@@ -522,10 +671,14 @@ describe Jiggler::JobQueue do
         end.sort[20]
       end
       assert_operator timings.last, :<, timings.first * 5,
-        format("a poll took %.3f ms with 200 jobs waiting, %.3f ms with 20,000", *timings.map { |time| time * 1000 })
+        format(
+          "a poll took %.3f ms with 200 jobs waiting, %.3f ms with 20,000",
+          *timings.map { |time| time * 1000 }
+        )
     end
 
-    it "never hands one job to two threads polling the same file, each on a connection of its own" do
+    it "never hands one job to two threads polling the same file, " \
+      "each on a connection of its own" do
       count = 1_000
       ids = Array.new(count) { |n| queue.create({"n" => n}, "new").id }
       ready = Queue.new
@@ -538,7 +691,8 @@ describe Jiggler::JobQueue do
           go.pop # every thread polls from the same moment
           while (job = own.poll({state: "new"}, "taken:#{index}"))
             taken << job.id
-            Thread.pass # lets the other threads poll in between: one thread's poll is quick enough to take them all
+            # lets the other threads poll in between: one thread's poll is quick enough to take them all
+            Thread.pass
           end
           own.close
           taken
@@ -546,34 +700,57 @@ describe Jiggler::JobQueue do
       end
       4.times { ready.pop }
       4.times { go << true }
-      taken = threads.map { |thread| thread.join(30)&.value or flunk("a polling thread did not finish within 30 s") }
+      taken = threads.map do |thread|
+        thread.join(30)&.value or
+          flunk("a polling thread did not finish within 30 s")
+      end
       assert_equal ids.sort, taken.flatten.sort, "every job polled exactly once"
-      assert taken.all?(&:any?), "every thread should have polled jobs, in turn with the others (per thread: #{taken.map(&:size)})"
+      assert taken.all?(&:any?),
+        "every thread should have polled jobs, in turn with the others " \
+        "(per thread: #{taken.map(&:size)})"
       taken.each_with_index do |list, index|
-        assert_equal list.sort, queue.db.execute("SELECT id FROM jobs WHERE state = ?", ["taken:#{index}"]).flatten.sort
+        assert_equal list.sort, queue.db.execute(
+          "SELECT id FROM jobs WHERE state = ?",
+          ["taken:#{index}"]
+        ).flatten.sort
       end
     end
 
     it "never hands one job to two processes polling the same file at once" do
       count = 3_000
       ids = Array.new(count) { |n| queue.create({"n" => n}, "new").id }
-      children = Array.new(3) { |index| spawn_ruby(JobQueueChildren::POLLER, path, path("taken-#{index}")) }
+      children = Array.new(3) do |index|
+        spawn_ruby(JobQueueChildren::POLLER, path, path("taken-#{index}"))
+      end
       children.each { |child| assert_equal "ready\n", read_line(child) }
       children.each { |child| child.go.puts("go") }
-      children.each { |child| assert_equal 0, wait_exit(child, timeout: 40).exitstatus, File.read(child.log) }
+      children.each do |child|
+        assert_equal 0, wait_exit(child, timeout: 40).exitstatus,
+          File.read(child.log)
+      end
 
-      taken = children.each_index.map { |index| File.read(path("taken-#{index}")).split.map(&:to_i) }
-      assert_equal ids.sort, taken.flatten.sort, "every job polled exactly once (per process: #{taken.map(&:size)})"
+      taken = children.each_index.map do |index|
+        File.read(path("taken-#{index}")).split.map(&:to_i)
+      end
+      assert_equal ids.sort, taken.flatten.sort,
+        "every job polled exactly once (per process: #{taken.map(&:size)})"
       children.zip(taken) do |child, list|
-        assert_equal list.sort, queue.db.execute("SELECT id FROM jobs WHERE state = ?", ["taken:#{child.pid}"]).flatten.sort,
+        assert_equal list.sort,
+          queue.db.execute(
+            "SELECT id FROM jobs WHERE state = ?",
+            ["taken:#{child.pid}"]
+          ).flatten.sort,
           "the jobs a process got are the ones the file says it took"
       end
-      assert_operator taken.count(&:any?), :>=, 2, "the processes should have polled concurrently (per process: #{taken.map(&:size)})"
+      assert_operator taken.count(&:any?), :>=, 2,
+        "the processes should have polled concurrently " \
+        "(per process: #{taken.map(&:size)})"
     end
   end
 
   describe "cas_state" do
-    it "moves a job only from the expected state, returning it as it is now, or nil" do
+    it "moves a job only from the expected state, " \
+      "returning it as it is now, or nil" do
       id = queue.create({}, "new").id
       moved = queue.cas_state(id, "new", "working")
       assert_equal [id, "working"], [moved.id, moved.state]
@@ -582,7 +759,8 @@ describe Jiggler::JobQueue do
       assert_equal "working", queue.get(id).state
       assert_equal "done", queue.cas_state(id, :working, :done).state
       assert_equal "done", queue.get(id).state
-      assert_nil queue.cas_state(id + 1, "new", "working"), "an unknown id does not move"
+      assert_nil queue.cas_state(id + 1, "new", "working"),
+        "an unknown id does not move"
     end
 
     it "moves a job created without a state from nil" do
@@ -598,8 +776,12 @@ describe Jiggler::JobQueue do
       contenders = Array.new(4) { open_queue }
       holder = SQLite3::Database.new(path)
       holder.execute("BEGIN IMMEDIATE")
-      threads = contenders.each_with_index.map { |contender, index| Thread.new { contender.cas_state(id, "new", "won:#{index}") } }
-      wait_for(message: "every contender to wait for the lock") { threads.all? { |thread| thread.status == "sleep" } }
+      threads = contenders.each_with_index.map do |contender, index|
+        Thread.new { contender.cas_state(id, "new", "won:#{index}") }
+      end
+      wait_for(message: "every contender to wait for the lock") do
+        threads.all? { |thread| thread.status == "sleep" }
+      end
       holder.execute("COMMIT")
       results = threads.map(&:value)
       assert_equal 1, results.compact.size
@@ -613,7 +795,17 @@ describe Jiggler::JobQueue do
 
   describe "JSON states" do
     it "stores any JSON value as a state and gives it back as it went in" do
-      states = [["assigned", 1], {"step" => 2}, 42, 1.5, true, false, "", ["nested", {"a" => [nil, {"b" => "c"}]}], {}]
+      states = [
+        ["assigned", 1],
+        {"step" => 2},
+        42,
+        1.5,
+        true,
+        false,
+        "",
+        ["nested", {"a" => [nil, {"b" => "c"}]}],
+        {}
+      ]
       ids = states.map { |state| queue.create({}, state).id }
       assert_equal states, ids.map { |id| queue.get(id).state }
       reopened = open_queue
@@ -623,23 +815,36 @@ describe Jiggler::JobQueue do
     it "compares states as JSON in cas_state and poll" do
       id = queue.create({}, ["state", 2]).id
       assert_nil queue.cas_state(id, ["state", 1], ["state", 3])
-      assert_nil queue.cas_state(id, "[\"state\",2]", ["state", 3]), "a String is not the Array its text spells"
-      assert_nil queue.cas_state(id, ["state", 2.0], ["state", 3]), "2.0 is another JSON number than 2"
-      assert_equal({"step" => 2, "by" => "me"}, queue.cas_state(id, ["state", 2], {"step" => 2, "by" => "me"}).state)
-      assert_equal id, queue.cas_state(id, {"by" => "me", "step" => 2}, [1]).id, "object keys compare in any order"
+      assert_nil queue.cas_state(id, "[\"state\",2]", ["state", 3]),
+        "a String is not the Array its text spells"
+      assert_nil queue.cas_state(id, ["state", 2.0], ["state", 3]),
+        "2.0 is another JSON number than 2"
+      assert_equal(
+        {"step" => 2, "by" => "me"},
+        queue.cas_state(id, ["state", 2], {"step" => 2, "by" => "me"}).state
+      )
+      assert_equal id,
+        queue.cas_state(id, {"by" => "me", "step" => 2}, [1]).id,
+        "object keys compare in any order"
       assert_equal id, queue.poll({state: [1]}, {"done" => true}).id
       assert_nil queue.poll({state: [1]}, "x")
       assert_equal [{"done" => true}], [queue.get(id).state]
     end
 
-    it "never takes a string state for a JSON value that looks the same, nor the other way round" do
+    it "never takes a string state for a JSON value that looks the same, " \
+      "nor the other way round" do
       text = queue.create({}, "5").id
       number = queue.create({}, 5).id
       list = queue.create({}, ["queued"]).id
       queue.create({}, "queued")
-      assert_equal [text, number], [queue.poll({state: "5"}, "a").id, queue.poll({state: 5}, "a").id]
+      assert_equal [text, number], [
+        queue.poll({state: "5"}, "a").id,
+        queue.poll({state: 5}, "a").id
+      ]
       assert_equal list, queue.poll({state: ["queued"]}, "b").id
-      assert_equal %w[queued], queue.db.execute("SELECT state FROM jobs WHERE state = 'queued'").flatten
+      assert_equal %w[queued], queue.db.execute(
+        "SELECT state FROM jobs WHERE state = 'queued'"
+      ).flatten
     end
 
     it "refuses a state that is not JSON, before writing anything" do
@@ -649,46 +854,67 @@ describe Jiggler::JobQueue do
       end
       id = queue.create({}, "new").id
       assert_raises(ArgumentError) { queue.poll({state: "new"}, Object.new) }
-      assert_raises(ArgumentError) { queue.cas_state(id, "new", Float::INFINITY) }
+      assert_raises(ArgumentError) do
+        queue.cas_state(id, "new", Float::INFINITY)
+      end
       assert_equal [[id, "new"]], queue.db.execute("SELECT id, state FROM jobs")
       assert_equal 1, queue.db.get_first_value("SELECT count(*) FROM events")
     end
   end
 
   describe "the log" do
-    it "records creation, every state change by poll and cas_state, and user events, in order" do
+    it "records creation, every state change by poll and cas_state, " \
+      "and user events, in order" do
       id = queue.create({"n" => 1}, "new").id
       queue.append_event(id, {"note" => "queued by test"})
       queue.poll({state: "new"}, ["working", 7])
       queue.cas_state(id, ["working", 7], "done")
       queue.cas_state(id, "new", "ignored")
-      assert_equal [created("new"), {"note" => "queued by test"},
-        {"type" => "job_state_advanced", "old" => "new", "new" => ["working", 7]},
-        {"type" => "job_state_advanced", "old" => ["working", 7], "new" => "done"}], queue.events(id).map(&:last)
+      assert_equal [
+        created("new"),
+        {"note" => "queued by test"},
+        {
+          "type" => "job_state_advanced",
+          "old" => "new",
+          "new" => ["working", 7]
+        },
+        {
+          "type" => "job_state_advanced",
+          "old" => ["working", 7],
+          "new" => "done"
+        }
+      ], queue.events(id).map(&:last)
     end
 
-    it "appends a user event, returning the job as it is now, with one more event at the end and a later modified" do
+    it "appends a user event, returning the job as it is now, " \
+      "with one more event at the end and a later modified" do
       job = queue.create("a basic payload")
       later = queue.append_event(job.id, "some user-defined event")
-      assert_equal [job.id, job.state, job.payload], [later.id, later.state, later.payload]
+      assert_equal [job.id, job.state, job.payload],
+        [later.id, later.state, later.payload]
       assert_equal job.events, later.events[0...-1]
       assert_equal "some user-defined event", later.events.last.last
       assert_operator later.modified, :>, job.modified
-      assert_nil queue.append_event(job.id + 1, "nobody"), "an unknown id gets no event"
+      assert_nil queue.append_event(job.id + 1, "nobody"),
+        "an unknown id gets no event"
     end
   end
 
   describe "poll order" do
-    it "takes the least recently modified matching job first, not the lowest id" do
-      first, second, third = Array.new(3) { |n| queue.create({"n" => n}, "new").id }
+    it "takes the least recently modified matching job first, " \
+      "not the lowest id" do
+      first, second, third =
+        Array.new(3) { |n| queue.create({"n" => n}, "new").id }
       queue.append_event(first, "touched")
       queue.cas_state(second, "new", "new")
-      assert_equal [third, first, second], Array.new(3) { queue.poll({state: "new"}, "taken").id }
+      assert_equal [third, first, second],
+        Array.new(3) { queue.poll({state: "new"}, "taken").id }
     end
 
     it "puts a polled job behind the others of its state" do
       ids = Array.new(3) { queue.create({}, "ready").id }
-      assert_equal ids + ids, Array.new(6) { queue.poll({state: "ready"}, "ready").id }
+      assert_equal ids + ids,
+        Array.new(6) { queue.poll({state: "ready"}, "ready").id }
     end
 
     it "takes any job with a nil query" do
@@ -696,11 +922,13 @@ describe Jiggler::JobQueue do
       assert_equal id, queue.poll(nil, "y").id
     end
 
-    it "refuses a query that is neither a Hash nor nil, naming what it accepts" do
+    it "refuses a query that is neither a Hash nor nil, " \
+      "naming what it accepts" do
       queue.create({}, "new")
       ["true", "state = 'new'", [:state, "new"], 1].each do |query|
         error = assert_raises(ArgumentError) { queue.poll(query, "taken") }
-        assert_includes error.message, "poll's query must be a Hash of state: and payload fields"
+        assert_includes error.message,
+          "poll's query must be a Hash of state: and payload fields"
         assert_includes error.message, "or nil for any job"
       end
       assert_equal "new", queue.get(1).state
@@ -708,11 +936,19 @@ describe Jiggler::JobQueue do
   end
 
   describe "events" do
-    it "keeps each job's events in the order they were appended, with their times" do
+    it "keeps each job's events in the order they were appended, " \
+      "with their times" do
       id = queue.create({}, "new").id
       other = queue.create({}, "new").id
       before = Time.now.to_f
-      events = ["started", {"fetched" => 200}, 42, ["a", {"b" => nil}], nil, "done"]
+      events = [
+        "started",
+        {"fetched" => 200},
+        42,
+        ["a", {"b" => nil}],
+        nil,
+        "done"
+      ]
       events.each_with_index do |event, index|
         queue.append_event(id, event)
         queue.append_event(other, "other-#{index}")
@@ -722,8 +958,13 @@ describe Jiggler::JobQueue do
       assert_equal job.events, queue.events(id)
       times = job.events.map(&:first)
       assert_equal times.sort, times
-      assert times.all? { |time| time.is_a?(Float) && time >= before - 1 && time <= Time.now.to_f + 1 }
-      assert_equal [created("new"), *Array.new(6) { |index| "other-#{index}" }], queue.events(other).map(&:last)
+      assert times.all? { |time|
+        time.is_a?(Float) && time >= before - 1 && time <= Time.now.to_f + 1
+      }
+      assert_equal [
+        created("new"),
+        *Array.new(6) { |index| "other-#{index}" }
+      ], queue.events(other).map(&:last)
     end
 
     it "keeps the order of events appended by several processes' connections" do
@@ -789,16 +1030,20 @@ describe Jiggler::JobQueue do
 
   describe "durability" do
     %w[normal full].each do |synchronous|
-      it "keeps every committed job when the process that wrote them is killed with SIGKILL (synchronous #{synchronous})" do
+      it "keeps every committed job when the process that wrote them " \
+        "is killed with SIGKILL (synchronous #{synchronous})" do
         child = spawn_ruby(JobQueueChildren::CRASHER, path, synchronous)
         ids = read_line(child).split(",").map(&:to_i)
         status = wait_exit(child)
         assert_equal "KILL", Signal.signame(status.termsig)
-        assert File.size?("#{path}-wal"), "the jobs should be in the write-ahead log, not yet checkpointed"
+        assert File.size?("#{path}-wal"),
+          "the jobs should be in the write-ahead log, not yet checkpointed"
 
         assert_equal 50, ids.size
-        assert_equal Array.new(50) { |n| {"n" => n} }, ids.map { |id| queue.get(id).payload }
-        assert_equal [created("new"), "committed"], queue.events(ids.last).map(&:last)
+        assert_equal Array.new(50) { |n| {"n" => n} },
+          ids.map { |id| queue.get(id).payload }
+        assert_equal [created("new"), "committed"],
+          queue.events(ids.last).map(&:last)
         assert_equal ids.first, queue.poll({state: "new"}, "taken").id
       end
     end

@@ -8,11 +8,20 @@ module Jiggler
     # payload field that must equal the value, of the same JSON type: a String matches a string field, a number a
     # number, true and false a boolean, nil a null or missing field, and an Array an array field equal to it.
     module Query
-      ACCEPTED = "a Hash of state: and payload fields ({state: \"new\", \"kind\" => \"email\"}), or nil for any job"
-      VALUES = "nil, true, false, a number, a String, a Symbol or an Array of these"
+      ACCEPTED = "a Hash of state: and payload fields " \
+        "({state: \"new\", \"kind\" => \"email\"}), or nil for any job"
+      VALUES = "nil, true, false, a number, a String, a Symbol " \
+        "or an Array of these"
       # The JSON types json_type gives a field that a value of each kind may equal.
-      TYPES = {String => "'text'", Symbol => "'text'", Integer => "'integer', 'real'", Float => "'integer', 'real'",
-               TrueClass => "'true'", FalseClass => "'false'", Array => "'array'"}.freeze
+      TYPES = {
+        String => "'text'",
+        Symbol => "'text'",
+        Integer => "'integer', 'real'",
+        Float => "'integer', 'real'",
+        TrueClass => "'true'",
+        FalseClass => "'false'",
+        Array => "'array'"
+      }.freeze
       private_constant :TYPES
 
       module_function
@@ -22,7 +31,10 @@ module Jiggler
       # @raises [ArgumentError] for a query that is neither a Hash nor nil, a field name that is not a plain word, or
       #   a field value that is not one of VALUES.
       def conditions(query)
-        raise ArgumentError, "poll's query must be #{ACCEPTED} (got #{query.inspect})" unless query.nil? || query.is_a?(Hash)
+        unless query.nil? || query.is_a?(Hash)
+          raise ArgumentError,
+            "poll's query must be #{ACCEPTED} (got #{query.inspect})"
+        end
         clauses = []
         values = []
         query&.each do |key, value|
@@ -42,19 +54,26 @@ module Jiggler
         path = path_for(key)
         return ["json_extract(payload, '#{path}') IS NULL", nil] if value.nil?
         check_value(key, value)
-        ["json_type(payload, '#{path}') IN (#{TYPES.fetch(value.class)}) AND json_extract(payload, '#{path}') = ?",
-          bindable(value)]
+        [
+          "json_type(payload, '#{path}') IN (#{TYPES.fetch(value.class)}) " \
+          "AND json_extract(payload, '#{path}') = ?",
+          bindable(value)
+        ]
       end
 
       def path_for(key)
-        raise ArgumentError, "payload field names are letters, digits and _ (got #{key.inspect})" unless /\A\w+\z/.match?(key.to_s)
+        unless /\A\w+\z/.match?(key.to_s)
+          raise ArgumentError, "payload field names are letters, digits " \
+            "and _ (got #{key.inspect})"
+        end
         "$.#{key}"
       end
 
       def check_value(key, value)
         return if plain?(value)
-        raise ArgumentError, "poll matches payload field #{key.inspect} against #{VALUES} (got #{value.class}: " \
-          "#{value.inspect[0, 100]})"
+        raise ArgumentError,
+          "poll matches payload field #{key.inspect} against #{VALUES} " \
+          "(got #{value.class}: #{value.inspect[0, 100]})"
       end
 
       # A scalar of TYPES, or an Array of them, nil and other such Arrays: no Hash, whose keys JSON leaves unordered.

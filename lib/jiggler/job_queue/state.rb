@@ -24,20 +24,26 @@ module Jiggler
         else SQLite3::Blob.new(SQLiteFile::JSON_CODER.dump(canonical(state)))
         end
       rescue JSON::GeneratorError => error
-        raise ArgumentError, "a job's state must be a JSON value: nil, true, false, a number, a String, or an Array " \
-          "or Hash of these (#{error.message})"
+        raise ArgumentError,
+          "a job's state must be a JSON value: nil, true, false, a number, " \
+          "a String, or an Array or Hash of these (#{error.message})"
       end
 
       # @parameter value [String | Nil] the column's value.
       # @parameter type [String] its SQLite type, from `typeof(state)`.
       # @returns [Object] the state as it was given to `dump` (Symbols as Strings).
-      def load(value, type) = (type == "blob") ? SQLiteFile::JSON_CODER.load(value) : value
+      def load(value, type)
+        (type == "blob") ? SQLiteFile::JSON_CODER.load(value) : value
+      end
 
       # Object keys as Strings, sorted, at every depth: JSON objects are unordered, and equal states must compare
       # equal in SQL.
       def canonical(value)
         case value
-        when Hash then value.map { |key, item| [key.to_s, canonical(item)] }.sort_by(&:first).to_h
+        when Hash
+          value.map { |key, item| [key.to_s, canonical(item)] }
+            .sort_by(&:first)
+            .to_h
         when Array then value.map { |item| canonical(item) }
         else value
         end

@@ -36,7 +36,8 @@ module Jiggler
       def execute(sql, bind_vars = [], &block)
         statement = prepared(sql)
         statement.reset!
-        statement.clear_bindings! # a placeholder left unbound must not keep the last call's value
+        # a placeholder left unbound must not keep the last call's value
+        statement.clear_bindings!
         statement.bind_params(bind_vars)
         rows = build_result_set(statement)
         block ? rows.each(&block) : rows.to_a

@@ -9,7 +9,10 @@ module Jiggler
       # The marks of the two kinds ("JIGL" and "JOBQ"), and what each kind is called in messages.
       STORE = 0x4a49474c
       JOB_QUEUE = 0x4a4f4251
-      KINDS = {STORE => "the SQLite store's database", JOB_QUEUE => "a Jiggler::JobQueue file"}.freeze
+      KINDS = {
+        STORE => "the SQLite store's database",
+        JOB_QUEUE => "a Jiggler::JobQueue file"
+      }.freeze
 
       attr_reader :application_id, :migrations
 
@@ -34,7 +37,11 @@ module Jiggler
         db.transaction(:immediate) do
           (check(db, path) + 1..version).each do |step|
             migration = @migrations.fetch(step)
-            migration.respond_to?(:call) ? migration.call(db) : db.execute_batch(migration)
+            if migration.respond_to?(:call)
+              migration.call(db)
+            else
+              db.execute_batch(migration)
+            end
           end
           db.execute("PRAGMA application_id = #{@application_id}")
           db.execute("PRAGMA user_version = #{version}")
@@ -48,13 +55,18 @@ module Jiggler
         # One statement, one snapshot: another process may be creating the tables right now.
         application, file_version, tables = db.get_first_row(
           "SELECT (SELECT application_id FROM pragma_application_id), " \
-          "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+          "(SELECT user_version FROM pragma_user_version), " \
+          "(SELECT count(*) FROM sqlite_master)"
         )
         new_file = application.zero? && tables.zero?
-        refuse_other(path, application) unless new_file || application == @application_id
+        unless new_file || application == @application_id
+          refuse_other(path, application)
+        end
         if file_version > version
-          raise OpenError, "#{path} was written by a newer jiggler (schema #{file_version}, this one knows " \
-            "#{version}); upgrade jiggler or point it at another file"
+          raise OpenError,
+            "#{path} was written by a newer jiggler " \
+            "(schema #{file_version}, this one knows #{version}); " \
+            "upgrade jiggler or point it at another file"
         end
         file_version
       end
@@ -63,8 +75,14 @@ module Jiggler
 
       def refuse_other(path, application)
         other = KINDS[application]
-        raise OpenError, "#{path} is not a jiggler database (it holds other tables); nothing was changed" unless other
-        raise OpenError, "#{path} is #{other}, not #{@kind}: each keeps a file of its own; nothing was changed"
+        unless other
+          raise OpenError,
+            "#{path} is not a jiggler database " \
+            "(it holds other tables); nothing was changed"
+        end
+        raise OpenError,
+          "#{path} is #{other}, not #{@kind}: " \
+          "each keeps a file of its own; nothing was changed"
       end
     end
   end

@@ -64,8 +64,10 @@ module Jiggler
       ANNOUNCED_BY = {"pushes" => :queues, "schedules" => :schedule}.freeze
       SETS = %w[scheduled retry dead].freeze
       COUNTERS = %w[processed failures].freeze
-      BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) AND json_extract(payload, '$.jid') = ?"
-      private_constant :CHUNK, :PUSH_POLL, :ANNOUNCE_POLL, :ANNOUNCED_BY, :BY_ENTRY
+      BY_ENTRY = "state = ? AND run_at = ? AND json_valid(payload) " \
+        "AND json_extract(payload, '$.jid') = ?"
+      private_constant :CHUNK, :PUSH_POLL, :ANNOUNCE_POLL, :ANNOUNCED_BY,
+        :BY_ENTRY
 
       # @parameter path [String] the database file.
       # @parameter synchronous [String] "normal" or "full".
@@ -74,7 +76,8 @@ module Jiggler
         @path = path
         @synchronous = synchronous
         @done_retention = done_retention
-        @lock = Monitor.new # reentrant: requeue reads in flight inside its transaction
+        # reentrant: requeue reads in flight inside its transaction
+        @lock = Monitor.new
       end
 
       # Deletes all of the store's data, each role's in turn.
@@ -111,7 +114,12 @@ module Jiggler
       private
 
       def database
-        @database ||= SQLiteFile.open(file_path, SCHEMA, synchronous: @synchronous, connection: Database)
+        @database ||= SQLiteFile.open(
+          file_path,
+          SCHEMA,
+          synchronous: @synchronous,
+          connection: Database
+        )
       rescue SQLiteFile::OpenError => error
         raise ConnectionError, error.message
       end
@@ -119,8 +127,10 @@ module Jiggler
       # The path, unless it names an in-memory database: checked here too, for a store built without a Config.
       def file_path
         return @path unless Config::SQLitePath.in_memory?(@path.to_s)
-        raise ConnectionError, "sqlite_path (JIGGLER_SQLITE_PATH) #{@path.inspect} is an in-memory database that " \
-          "no other process sees, so its jobs would never run: name a file"
+        raise ConnectionError,
+          "sqlite_path (JIGGLER_SQLITE_PATH) #{@path.inspect} " \
+          "is an in-memory database that no other process sees, " \
+          "so its jobs would never run: name a file"
       end
 
       # A write transaction.
@@ -128,10 +138,12 @@ module Jiggler
         @lock.synchronize do
           outermost = !database.transaction_active?
           result = database.write { yield database }
-          ring_if_announced if outermost # once committed: a waiter that looks sooner sees nothing new
+          # once committed: a waiter that looks sooner sees nothing new
+          ring_if_announced if outermost
           result
         ensure
-          @announced_work = false if outermost # a transaction that rolled back announced nothing
+          # a transaction that rolled back announced nothing
+          @announced_work = false if outermost
         end
       rescue SQLite3::Exception => error
         raise ConnectionError, "#{@path}: #{error.message}"
@@ -143,8 +155,11 @@ module Jiggler
       # @returns [Array(Integer)] the new ids.
       def insert(db, state, rows, event = nil, batch: nil)
         rows.each_slice(CHUNK).flat_map do |slice|
-          ids = db.execute("INSERT INTO jobs (state, batch, queue, run_at, payload) VALUES " \
-            "#{(["(?, ?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id", slice.flat_map { |row| [state, batch, *row] }).map(&:first)
+          ids = db.execute(
+            "INSERT INTO jobs (state, batch, queue, run_at, payload) VALUES " \
+            "#{(["(?, ?, ?, ?, ?)"] * slice.size).join(", ")} RETURNING id",
+            slice.flat_map { |row| [state, batch, *row] }
+          ).map(&:first)
           db.add_events(ids.map { |id| [id, {"type" => event}] }) if event
           ids
         end
@@ -152,33 +167,61 @@ module Jiggler
 
       def count(db, name, amount)
         @announced_work = true if ANNOUNCED_BY.key?(name)
-        db.execute("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
+        db.execute(
+          "INSERT INTO counters (name, value) VALUES (?, ?) " \
+          "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+          [name, amount]
+        )
       end
 
       # Moves an entry of a set where the block says: to a queue, or into a batch.
       def enqueue_one(db, id, from, payload, now)
         destination = yield(from, payload)
-        db.execute("UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, payload = ? WHERE id = ?",
-          [destination.batch ? "batching" : "queued", destination.queue, destination.batch, now, destination.payload, id])
-        db.add_event(id, {"type" => (from == :scheduled) ? "enqueued" : "retried"}, at: now)
+        db.execute(
+          "UPDATE jobs SET state = ?, queue = ?, batch = ?, run_at = ?, " \
+          "payload = ? WHERE id = ?",
+          [
+            destination.batch ? "batching" : "queued",
+            destination.queue,
+            destination.batch,
+            now,
+            destination.payload,
+            id
+          ]
+        )
+        db.add_event(
+          id,
+          {"type" => (from == :scheduled) ? "enqueued" : "retried"},
+          at: now
+        )
       end
 
       # Finished jobs, and items gone into batches, are kept `done_retention` seconds for their history, then deleted;
       # results and finished workflows are kept until they expire. The scheduler's check runs this.
       def prune(db, now)
-        db.delete_where("state IN ('done', 'batched') AND run_at < ?", [now - @done_retention])
+        db.delete_where(
+          "state IN ('done', 'batched') AND run_at < ?",
+          [now - @done_retention]
+        )
         db.execute("DELETE FROM results WHERE expires_at <= ?", [now])
         prune_workflows(db, now)
       end
 
       # Drops dead jobs older than `cutoff` and beyond the newest `max`.
       def trim_dead(db, cutoff, max)
-        db.delete_where("state = 'dead' AND (run_at < ? OR id NOT IN " \
-          "(SELECT id FROM jobs WHERE state = 'dead' ORDER BY run_at DESC LIMIT ?))", [cutoff, max])
+        db.delete_where(
+          "state = 'dead' AND (run_at < ? OR id NOT IN " \
+          "(SELECT id FROM jobs WHERE state = 'dead' " \
+          "ORDER BY run_at DESC LIMIT ?))",
+          [cutoff, max]
+        )
       end
 
       def set_state(set)
-        raise ArgumentError, "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}" unless set.is_a?(Symbol) && SETS.include?(set.to_s)
+        unless set.is_a?(Symbol) && SETS.include?(set.to_s)
+          raise ArgumentError,
+            "unknown set #{set.inspect}; use one of #{SETS.map(&:to_sym)}"
+        end
         set.to_s
       end
     end

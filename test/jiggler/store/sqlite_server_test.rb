@@ -30,10 +30,16 @@ describe "jiggler on SQLite" do
 
   # Runs `exe/jiggler` with these arguments until it exits. @returns [Array(Integer, String)] status and output.
   def run_cli(*args, env: {}, timeout: 20)
-    process = ServerProcess.new(*args, namespace: @namespace, env: @target.server_env.merge(env)).start
+    process = ServerProcess.new(
+      *args,
+      namespace: @namespace,
+      env: @target.server_env.merge(env)
+    ).start
     @servers << process
     status = process.wait(timeout: timeout)
-    assert status, "jiggler #{args.join(" ")} did not exit within #{timeout} s:\n#{process.log}"
+    assert status,
+      "jiggler #{args.join(" ")} did not exit within #{timeout} s:\n" \
+      "#{process.log}"
     [status, process.log]
   end
 
@@ -42,25 +48,42 @@ describe "jiggler on SQLite" do
   def sql(query, *values) = store.with { |db| db.execute(query, values) }
 
   describe "one server" do
-    it "runs jobs enqueued before and after it starts, names the SQLite file at start, and records each job's history" do
-      before_ids = Reliability::RecordJob.enqueue_bulk([["before-1"], ["before-2"]])
+    it "runs jobs enqueued before and after it starts, " \
+      "names the SQLite file at start, and records each job's history" do
+      before_ids =
+        Reliability::RecordJob.enqueue_bulk([["before-1"], ["before-2"]])
       server = start_reliable
-      assert_match(/started: .*SQLite #{Regexp.escape(File.expand_path(path))}$/, server.log)
+      assert_match(
+        /started: .*SQLite #{Regexp.escape(File.expand_path(path))}$/,
+        server.log
+      )
       refute_match(/redis/i, server.log)
 
       after_id = Reliability::RecordJob.enqueue("after")
-      wait_for(message: "the three jobs to run") { %w[run:before-1 run:before-2 run:after].all? { |value| recorded_count(value) == 1 } }
+      wait_for(message: "the three jobs to run") do
+        %w[run:before-1 run:before-2 run:after].all? do |value|
+          recorded_count(value) == 1
+        end
+      end
       wait_for(message: "the three jobs acknowledged") { processed == 3 }
       assert_equal [server.pid] * 3, records.map { |_, pid, _| pid }
-      [*before_ids, after_id].each { |jid| assert_equal %w[enqueued started done], history_types(jid) }
+      [*before_ids, after_id].each do |jid|
+        assert_equal %w[enqueued started done], history_types(jid)
+      end
       assert_empty store.queue_sizes
       assert_equal [server_id(server)], store.processes.keys
       summary = Jiggler.summary
-      assert_equal [3, 0, 0, {}], summary.values_at("processed_count", "failures_count", "dead_jobs_count", "queues")
+      assert_equal [3, 0, 0, {}], summary.values_at(
+        "processed_count",
+        "failures_count",
+        "dead_jobs_count",
+        "queues"
+      )
       assert_equal [server_id(server)], summary["processes"].keys
     end
 
-    it "runs every job enqueued by a web process killed with kill -9 right after it enqueued" do
+    it "runs every job enqueued by a web process killed with kill -9 " \
+      "right after it enqueued" do
       script = <<~RUBY
         require "jiggler"
         require "jiggler/store/sqlite"
@@ -72,33 +95,66 @@ describe "jiggler on SQLite" do
         Process.kill(:KILL, Process.pid)
       RUBY
       reader, writer = IO.pipe
-      pid = Process.spawn(@target.server_env, RbConfig.ruby, "-I", File.expand_path("../../../lib", __dir__), "-e", script, path,
-        out: writer, chdir: ServerProcess::ROOT)
+      pid = Process.spawn(
+        @target.server_env,
+        RbConfig.ruby,
+        "-I",
+        File.expand_path("../../../lib", __dir__),
+        "-e",
+        script,
+        path,
+        out: writer,
+        chdir: ServerProcess::ROOT
+      )
       @children << pid
       writer.close
-      assert IO.select([reader], nil, nil, 20), "the web process printed nothing"
+      assert IO.select([reader], nil, nil, 20),
+        "the web process printed nothing"
       jids = reader.gets.to_s.chomp.split(",")
-      wait_for(message: "the web process to die") { Process.wait2(pid, Process::WNOHANG)&.last }
+      wait_for(message: "the web process to die") do
+        Process.wait2(pid, Process::WNOHANG)&.last
+      end
       assert_equal 20, jids.size
 
       start_reliable
-      wait_for(message: "every job of the killed web process to run") { Array.new(20) { |n| recorded_count("run:web-#{n}") }.all?(1) }
-      wait_for(message: "every job acknowledged") { jids.all? { |jid| history_types(jid) == %w[enqueued started done] } }
+      wait_for(message: "every job of the killed web process to run") do
+        Array.new(20) { |n| recorded_count("run:web-#{n}") }.all?(1)
+      end
+      wait_for(message: "every job acknowledged") do
+        jids.all? { |jid| history_types(jid) == %w[enqueued started done] }
+      end
     end
 
-    it "records enqueued, started, failed, retried, started, done for a job that failed once" do
+    it "records enqueued, started, failed, retried, started, done " \
+      "for a job that failed once" do
       start_reliable(env: {"JIGGLER_TEST_POLL_INTERVAL" => "0.2"})
-      jid = Reliability::FlakyJob.enqueue("flaky", File.join(@dir, "flaky.marker"))
-      wait_for(message: "the job in the retry set") { store.counts[:retry] == 1 }
+      jid = Reliability::FlakyJob.enqueue(
+        "flaky",
+        File.join(@dir, "flaky.marker")
+      )
+      wait_for(message: "the job in the retry set") do
+        store.counts[:retry] == 1
+      end
       assert_equal 1, recorded_count("fail:flaky")
       # Its retry is due in 15 to 24 s: make it due now.
       sql("UPDATE jobs SET run_at = ? WHERE state = 'retry'", Time.now.to_f - 1)
-      wait_for(message: "the retry to run and be acknowledged") { history_types(jid).last == "done" }
+      wait_for(message: "the retry to run and be acknowledged") do
+        history_types(jid).last == "done"
+      end
 
       history = store.history(jid)
-      assert_equal %w[enqueued started failed retried started done], history.map { |_, event| event["type"] }
+      assert_equal %w[enqueued started failed retried started done],
+        history.map { |_, event| event["type"] }
       failed = history.find { |_, event| event["type"] == "failed" }.last
-      assert_equal({"type" => "failed", "attempt" => 1, "error_class" => "ArgumentError", "error_message" => "failed on purpose: flaky"}, failed)
+      assert_equal(
+        {
+          "type" => "failed",
+          "attempt" => 1,
+          "error_class" => "ArgumentError",
+          "error_message" => "failed on purpose: flaky"
+        },
+        failed
+      )
       times = history.map(&:first)
       assert_equal times.sort, times, "events oldest first"
       assert_equal 1, recorded_count("run:flaky")
@@ -107,7 +163,8 @@ describe "jiggler on SQLite" do
   end
 
   describe "several servers on one file" do
-    it "runs every job exactly once while the test enqueues from two connections at once" do
+    it "runs every job exactly once " \
+      "while the test enqueues from two connections at once" do
       servers = Array.new(2) { start_reliable("-c", "5", wait: false) }
       servers.each { |server| wait_until_started(server) }
       options = Reliability::RecordJob.job_options
@@ -116,27 +173,45 @@ describe "jiggler on SQLite" do
           store = Jiggler::Store::SQLite.new(path: path)
           client = Jiggler::Client.new(store)
           15.times do |batch|
-            client.push("Reliability::RecordJob", Array.new(20) { |n| ["#{thread}-#{batch}-#{n}"] }, options)
+            client.push(
+              "Reliability::RecordJob",
+              Array.new(20) { |n| ["#{thread}-#{batch}-#{n}"] },
+              options
+            )
             sleep 0.01 # enqueue while the servers work, as web processes would
           end
         ensure
           store&.close
         end
       end
-      enqueuers.each { |thread| thread.join(30) or flunk("an enqueuer did not finish") }
-      values = Array.new(2) { |thread| Array.new(15) { |batch| Array.new(20) { |n| "run:#{thread}-#{batch}-#{n}" } } }.flatten
-      wait_for(timeout: 30, message: "600 jobs acknowledged") { processed == 600 }
+      enqueuers.each do |thread|
+        thread.join(30) or flunk("an enqueuer did not finish")
+      end
+      values = Array.new(2) do |thread|
+        Array.new(15) do |batch|
+          Array.new(20) { |n| "run:#{thread}-#{batch}-#{n}" }
+        end
+      end.flatten
+      wait_for(timeout: 30, message: "600 jobs acknowledged") do
+        processed == 600
+      end
 
       counts = records.map(&:first).tally
       assert_equal values.sort, counts.keys.sort, "every job ran"
-      assert_equal [1], counts.values.uniq, "no job ran twice: #{counts.select { |_, count| count > 1 }.first(5)}"
-      assert_equal servers.map(&:pid).sort, records.map { |_, pid, _| pid }.uniq.sort, "both servers ran jobs"
+      assert_equal [1], counts.values.uniq,
+        "no job ran twice: #{counts.select { |_, count| count > 1 }.first(5)}"
+      assert_equal servers.map(&:pid).sort,
+        records.map { |_, pid, _| pid }.uniq.sort,
+        "both servers ran jobs"
       assert_equal [[600, 600, 600]], sql(<<~SQL)
         SELECT count(*), sum(started), sum(done) FROM (SELECT job_id,
           sum(json_extract(event, '$.type') = 'started') AS started, sum(json_extract(event, '$.type') = 'done') AS done
           FROM events GROUP BY job_id)
       SQL
-      assert_equal [1], sql("SELECT DISTINCT sum(json_extract(event, '$.type') = 'started') FROM events GROUP BY job_id").flatten
+      assert_equal [1], sql(
+        "SELECT DISTINCT sum(json_extract(event, '$.type') = 'started') " \
+        "FROM events GROUP BY job_id"
+      ).flatten
       assert_empty store.queue_sizes
     end
   end
@@ -144,7 +219,11 @@ describe "jiggler on SQLite" do
   describe "refusing a bad file" do
     def assert_refused(file, reason, env: {})
       before = File.exist?(file) ? File.binread(file) : nil
-      status, output = run_cli("-r", ReliabilityHelper::FIXTURE, env: {"JIGGLER_SQLITE_PATH" => file}.merge(env))
+      status, output = run_cli(
+        "-r",
+        ReliabilityHelper::FIXTURE,
+        env: {"JIGGLER_SQLITE_PATH" => file}.merge(env)
+      )
       assert_equal 1, status, output
       assert_equal 1, output.lines.size, "expected one line, got:\n#{output}"
       assert_match(/\Ajiggler: /, output)
@@ -172,16 +251,28 @@ describe "jiggler on SQLite" do
     it "exits 1 with one line for a jiggler database from a newer version" do
       Jiggler::Store::SQLite.new(path: path).tap(&:ping).close
       db = SQLite3::Database.new(path)
-      db.execute("PRAGMA user_version = #{Jiggler::Store::SQLite::SCHEMA.version + 1}")
+      db.execute(
+        "PRAGMA user_version = #{Jiggler::Store::SQLite::SCHEMA.version + 1}"
+      )
       db.close
       assert_refused(path, /newer jiggler/)
     end
 
     # JobQueue keeps files of its own: the store must neither take its jobs nor add its own tables to the file.
     it "exits 1 with one line for a Jiggler::JobQueue file" do
-      Jiggler::JobQueue.open(path) { |queue| queue.create({"keep" => true}, "queued") }
-      assert_refused(path, /is a Jiggler::JobQueue file, not the SQLite store's database/)
-      Jiggler::JobQueue.open(path) { |queue| assert_equal({"keep" => true}, queue.poll({state: "queued"}, "taken").payload) }
+      Jiggler::JobQueue.open(path) do |queue|
+        queue.create({"keep" => true}, "queued")
+      end
+      assert_refused(
+        path,
+        /is a Jiggler::JobQueue file, not the SQLite store's database/
+      )
+      Jiggler::JobQueue.open(path) do |queue|
+        assert_equal(
+          {"keep" => true},
+          queue.poll({state: "queued"}, "taken").payload
+        )
+      end
     end
 
     it "exits 1 with one line for a path that cannot be created" do
@@ -203,16 +294,25 @@ describe "jiggler on SQLite" do
       end
     end
 
-    it "opens the file at sqlite_path in WAL mode, with synchronous NORMAL by default and FULL when configured" do
+    it "opens the file at sqlite_path in WAL mode, " \
+      "with synchronous NORMAL by default and FULL when configured" do
       store = Jiggler::Store.client(sqlite_config)
       assert_equal "SQLite #{path}", store.description
-      assert_equal [1, "wal"], store.with { |db| [db.get_first_value("PRAGMA synchronous"), db.get_first_value("PRAGMA journal_mode")] }
+      assert_equal [1, "wal"], store.with { |db|
+        [
+          db.get_first_value("PRAGMA synchronous"),
+          db.get_first_value("PRAGMA journal_mode")
+        ]
+      }
       store.close
 
       full = Jiggler::Store.client(sqlite_config(sqlite_synchronous: "full"))
-      assert_equal 2, full.with { |db| db.get_first_value("PRAGMA synchronous") }
+      assert_equal 2,
+        full.with { |db| db.get_first_value("PRAGMA synchronous") }
       full.close
-      assert_raises(Jiggler::Config::InvalidError) { sqlite_config(sqlite_synchronous: "off") }
+      assert_raises(Jiggler::Config::InvalidError) do
+        sqlite_config(sqlite_synchronous: "off")
+      end
     end
   end
 end

@@ -8,8 +8,10 @@ module Jiggler
       # can take it in between.
       module CancelWaiting
         WAITING = "SELECT id, state, waiting_key, payload FROM jobs " \
-          "WHERE state IN ('queued', 'scheduled', 'retry', 'batching', 'waiting') " \
-          "AND instr(payload, ?) > 0 AND json_valid(payload) AND json_extract(payload, '$.jid') = ? LIMIT 1"
+          "WHERE state IN " \
+          "('queued', 'scheduled', 'retry', 'batching', 'waiting') " \
+          "AND instr(payload, ?) > 0 AND json_valid(payload) " \
+          "AND json_extract(payload, '$.jid') = ? LIMIT 1"
         private_constant :WAITING
 
         # Moves a waiting job to the dead set, as the block marks it, in one transaction; its unique lock is released
@@ -22,14 +24,22 @@ module Jiggler
         # @returns [Boolean] whether it was waiting (false: running, finished, or unknown).
         def cancel_waiting(jid, now:, dead_cutoff:, dead_max:)
           write do |db|
-            id, state, waiting_key, payload = db.get_first_row(WAITING, [jid, jid])
+            id, state, waiting_key, payload =
+              db.get_first_row(WAITING, [jid, jid])
             next false unless id
             marked = yield(payload)
-            db.execute("UPDATE jobs SET state = 'dead', run_at = ?, payload = ?, owner = NULL, batch = NULL, waiting_key = NULL " \
-              "WHERE id = ?", [now, marked, id])
+            db.execute(
+              "UPDATE jobs SET state = 'dead', run_at = ?, payload = ?, " \
+              "owner = NULL, batch = NULL, waiting_key = NULL WHERE id = ?",
+              [now, marked, id]
+            )
             release_held_lock(db, payload, jid)
             forget_waiting_key(db, waiting_key) if state == "waiting"
-            db.add_event(id, {"type" => "cancelled", "by" => cancelled_by(marked)}, at: now)
+            db.add_event(
+              id,
+              {"type" => "cancelled", "by" => cancelled_by(marked)},
+              at: now
+            )
             trim_dead(db, dead_cutoff, dead_max)
             true
           end
@@ -38,12 +48,20 @@ module Jiggler
         private
 
         def release_held_lock(db, payload, jid)
-          db.execute("DELETE FROM unique_locks WHERE lock = json_extract(?, '$.unique.lock') AND jid = ?", [payload, jid])
+          db.execute(
+            "DELETE FROM unique_locks " \
+            "WHERE lock = json_extract(?, '$.unique.lock') AND jid = ?",
+            [payload, jid]
+          )
         end
 
         # A key whose last waiting job left no longer needs its limit and ttl.
         def forget_waiting_key(db, key)
-          db.execute("DELETE FROM limit_keys WHERE key = ? AND NOT EXISTS (SELECT 1 FROM jobs WHERE waiting_key = ? AND state = 'waiting')", [key, key])
+          db.execute(
+            "DELETE FROM limit_keys WHERE key = ? AND NOT EXISTS " \
+            "(SELECT 1 FROM jobs WHERE waiting_key = ? AND state = 'waiting')",
+            [key, key]
+          )
         end
 
         def cancelled_by(payload)

@@ -18,8 +18,15 @@ module Jiggler
         # @parameter now [Float] epoch seconds.
         def request_cancel(jid, by, now)
           write do |db|
-            db.execute("DELETE FROM cancel_requests WHERE at < ?", [now - CANCEL_RETENTION])
-            db.execute("INSERT INTO cancel_requests (jid, requested_by, at) VALUES (?, ?, ?)", [jid, by, now])
+            db.execute(
+              "DELETE FROM cancel_requests WHERE at < ?",
+              [now - CANCEL_RETENTION]
+            )
+            db.execute(
+              "INSERT INTO cancel_requests (jid, requested_by, at) " \
+              "VALUES (?, ?, ?)",
+              [jid, by, now]
+            )
             count(db, "cancels", 1)
           end
           doorbell.ring
@@ -28,7 +35,13 @@ module Jiggler
         # The requests made in the last CANCEL_RETENTION seconds, oldest first.
         # @returns [Array(CancelRequest)]
         def cancel_requests(now)
-          rows = with { |db| db.execute("SELECT jid, requested_by, at FROM cancel_requests WHERE at >= ? ORDER BY at", [now - CANCEL_RETENTION]) }
+          rows = with do |db|
+            db.execute(
+              "SELECT jid, requested_by, at FROM cancel_requests " \
+              "WHERE at >= ? ORDER BY at",
+              [now - CANCEL_RETENTION]
+            )
+          end
           rows.map { |jid, by, at| CancelRequest.new(jid: jid, by: by, at: at) }
         end
 
@@ -53,7 +66,13 @@ module Jiggler
 
         private
 
-        def cancel_count = with { |db| db.get_first_value("SELECT value FROM counters WHERE name = 'cancels'").to_i }
+        def cancel_count
+          with do |db|
+            db.get_first_value(
+              "SELECT value FROM counters WHERE name = 'cancels'"
+            ).to_i
+          end
+        end
       end
     end
   end

@@ -21,7 +21,10 @@ module Jiggler
 
         # Records an event inside the caller's transaction.
         def add_event(id, event, at: Time.now.to_f)
-          execute("INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)", [id, at, CODER.dump(event)])
+          execute(
+            "INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)",
+            [id, at, CODER.dump(event)]
+          )
         end
 
         # Records events for many jobs, inside the caller's transaction.
@@ -29,7 +32,8 @@ module Jiggler
         def add_events(events, at: Time.now.to_f)
           events.each_slice(EVENTS_PER_INSERT) do |slice|
             execute(
-              "INSERT INTO events (job_id, at, event) VALUES #{(["(?, ?, ?)"] * slice.size).join(", ")}",
+              "INSERT INTO events (job_id, at, event) VALUES " \
+              "#{(["(?, ?, ?)"] * slice.size).join(", ")}",
               slice.flat_map { |id, event| [id, at, CODER.dump(event)] }
             )
           end
@@ -37,7 +41,10 @@ module Jiggler
 
         # A job's history, oldest first. @returns [Array([Float, Hash])] time and event.
         def events(id)
-          execute("SELECT at, event FROM events WHERE job_id = ? ORDER BY id", [id]).map do |at, event|
+          execute(
+            "SELECT at, event FROM events WHERE job_id = ? ORDER BY id",
+            [id]
+          ).map do |at, event|
             [at, CODER.load(event)]
           end
         end
@@ -46,7 +53,11 @@ module Jiggler
         # @parameter where [String] a condition on the jobs table, with `?` for each of `values`.
         # @returns [Integer] how many jobs were deleted.
         def delete_where(where, values)
-          execute("DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE #{where})", values)
+          execute(
+            "DELETE FROM events WHERE job_id IN " \
+            "(SELECT id FROM jobs WHERE #{where})",
+            values
+          )
           execute("DELETE FROM jobs WHERE #{where}", values)
           changes
         end

@@ -59,7 +59,10 @@ module Jiggler
         # The socket paths in the directory, listed again only when it changed (a server came or went).
         def bells
           changed = ::File.mtime(@dir)
-          @bells, @listed_at = Dir.children(@dir).map { |name| ::File.join(@dir, name) }, changed if changed != @listed_at
+          if changed != @listed_at
+            @bells, @listed_at =
+              Dir.children(@dir).map { |name| ::File.join(@dir, name) }, changed
+          end
           @bells
         rescue Errno::ENOENT
           []
@@ -67,7 +70,12 @@ module Jiggler
 
         def ring_one(path)
           @sender ||= Socket.new(:UNIX, :DGRAM)
-          @sender.sendmsg_nonblock(".", 0, Socket.sockaddr_un(path), exception: false)
+          @sender.sendmsg_nonblock(
+            ".",
+            0,
+            Socket.sockaddr_un(path),
+            exception: false
+          )
         rescue Errno::ECONNREFUSED, Errno::ENOENT
           forget(path) # its server is gone without closing it (kill -9)
         rescue SystemCallError
@@ -84,7 +92,9 @@ module Jiggler
           return @listener if @listener || @unavailable
           FileUtils.mkdir_p(@dir, mode: 0o700)
           @path = ::File.join(@dir, "#{Process.pid}-#{SecureRandom.hex(4)}")
-          raise ArgumentError, "socket path too long" if @path.bytesize > MAX_PATH
+          if @path.bytesize > MAX_PATH
+            raise ArgumentError, "socket path too long"
+          end
           socket = Socket.new(:UNIX, :DGRAM)
           socket.bind(Socket.sockaddr_un(@path))
           @listener = socket
@@ -95,7 +105,11 @@ module Jiggler
         end
 
         def drain(socket)
-          loop { break if socket.recv_nonblock(64, exception: false) == :wait_readable }
+          loop do
+            if socket.recv_nonblock(64, exception: false) == :wait_readable
+              break
+            end
+          end
         end
       end
     end

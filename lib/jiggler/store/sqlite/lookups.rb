@@ -8,11 +8,16 @@ module Jiggler
       # batch items are rows read through the (state, id) index, their payloads filtered on the jid's bytes first;
       # a waiting step is found by the index of waiting steps' jids, a reservation by its key.
       module Lookups
-        WAITING = "SELECT waiting_key, queue, payload, run_at, id FROM jobs WHERE state = 'waiting' " \
-          "AND instr(payload, ?1) > 0 AND json_valid(payload) AND json_extract(payload, '$.jid') = ?1 LIMIT 1"
-        AHEAD = "SELECT count(*) FROM jobs WHERE waiting_key = ? AND state = 'waiting' AND (run_at, id) < (?, ?)"
-        BATCHING = "SELECT queue, batch, payload FROM jobs WHERE state = 'batching' " \
-          "AND instr(payload, ?1) > 0 AND json_valid(payload) AND json_extract(payload, '$.jid') = ?1 LIMIT 1"
+        WAITING = "SELECT waiting_key, queue, payload, run_at, id FROM jobs " \
+          "WHERE state = 'waiting' " \
+          "AND instr(payload, ?1) > 0 AND json_valid(payload) " \
+          "AND json_extract(payload, '$.jid') = ?1 LIMIT 1"
+        AHEAD = "SELECT count(*) FROM jobs WHERE waiting_key = ? " \
+          "AND state = 'waiting' AND (run_at, id) < (?, ?)"
+        BATCHING = "SELECT queue, batch, payload FROM jobs " \
+          "WHERE state = 'batching' " \
+          "AND instr(payload, ?1) > 0 AND json_valid(payload) " \
+          "AND json_extract(payload, '$.jid') = ?1 LIMIT 1"
         private_constant :WAITING, :AHEAD, :BATCHING
 
         # @returns [[String, String, String, Integer] | Nil] limit key, queue, payload and how many jobs wait before
@@ -20,7 +25,14 @@ module Jiggler
         def slot_waiter(jid)
           with do |db|
             key, queue, payload, run_at, id = db.get_first_row(WAITING, [jid])
-            [key, queue, payload, db.get_first_value(AHEAD, [key, run_at, id])] if key
+            if key
+              [
+                key,
+                queue,
+                payload,
+                db.get_first_value(AHEAD, [key, run_at, id])
+              ]
+            end
           end
         end
 
@@ -29,12 +41,23 @@ module Jiggler
 
         # @returns [[String, Integer, String] | Nil] workflow id, dependencies left and payload of a step that waits.
         def waiting_step(jid)
-          with { |db| db.get_first_row("SELECT workflow, waiting, payload FROM workflow_steps WHERE jid = ? AND waiting > 0", [jid]) }
+          with do |db|
+            db.get_first_row(
+              "SELECT workflow, waiting, payload FROM workflow_steps " \
+              "WHERE jid = ? AND waiting > 0",
+              [jid]
+            )
+          end
         end
 
         # @returns [Float | Nil] when a job that a rate limit deferred is due, while it holds its reservation.
         def rate_reservation(key, jid)
-          with { |db| db.get_first_value("SELECT at FROM rate_plan WHERE key = ? AND member = ?", [key, "r:#{jid}"]) }
+          with do |db|
+            db.get_first_value(
+              "SELECT at FROM rate_plan WHERE key = ? AND member = ?",
+              [key, "r:#{jid}"]
+            )
+          end
         end
       end
     end

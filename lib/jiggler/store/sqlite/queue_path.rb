@@ -13,7 +13,12 @@ module Jiggler
         def push(queue, payloads)
           now = Time.now.to_f
           write do |db|
-            insert(db, "queued", payloads.map { |payload| [queue, now, payload] }, "enqueued")
+            insert(
+              db,
+              "queued",
+              payloads.map { |payload| [queue, now, payload] },
+              "enqueued"
+            )
             count(db, "pushes", payloads.size)
           end
         end
@@ -24,8 +29,16 @@ module Jiggler
           write do |db|
             earliest = earliest_due(db)
             # The queue is known when the job is due.
-            insert(db, "scheduled", entries.map { |at, payload| [nil, at, payload] }, "scheduled")
-            count(db, "schedules", 1) if entries.any? && (earliest.nil? || entries.map(&:first).min < earliest)
+            insert(
+              db,
+              "scheduled",
+              entries.map { |at, payload| [nil, at, payload] },
+              "scheduled"
+            )
+            if entries.any? &&
+                (earliest.nil? || entries.map(&:first).min < earliest)
+              count(db, "schedules", 1)
+            end
           end
         end
 
@@ -39,11 +52,15 @@ module Jiggler
             queues.each do |queue|
               break if limit <= 0
               rows = take(db, process, queue, limit, reliable)
-              rows.each { |id, payload| fetched << Fetched.new(id, queue, payload) }
+              rows.each do |id, payload|
+                fetched << Fetched.new(id, queue, payload)
+              end
               limit -= rows.size
             end
             started = {"type" => "started", "process" => process}
-            db.add_events(fetched.map { |job| [job.handle, started] }) if reliable
+            if reliable
+              db.add_events(fetched.map { |job| [job.handle, started] })
+            end
             fetched
           end
         end
@@ -54,9 +71,13 @@ module Jiggler
         # @returns [Integer] how many moved (a job no longer in flight is skipped).
         def fail(process, failures, reliable:, dead_cutoff:, dead_max:)
           write do |db|
-            moved = failures.select { |failed| fail_one(db, process, failed, reliable) }
+            moved = failures.select do |failed|
+              fail_one(db, process, failed, reliable)
+            end
             count(db, "failures", moved.count(&:failure?))
-            count(db, "schedules", 1) if moved.any? { |failed| failed.set == :scheduled }
+            if moved.any? { |failed| failed.set == :scheduled }
+              count(db, "schedules", 1)
+            end
             trim_dead(db, dead_cutoff, dead_max) if failures.any?(&:dead?)
             moved.size
           end
@@ -69,10 +90,19 @@ module Jiggler
           write do |db|
             jobs ||= in_flight(process)
             jobs.sum do |job|
-              db.execute("UPDATE jobs SET state = 'queued', owner = NULL, payload = coalesce(?, payload) " \
-                "WHERE id = ? AND state = 'in_flight' AND owner = ?", [job.payload, job.handle, process])
+              db.execute(
+                "UPDATE jobs SET state = 'queued', owner = NULL, " \
+                "payload = coalesce(?, payload) " \
+                "WHERE id = ? AND state = 'in_flight' AND owner = ?",
+                [job.payload, job.handle, process]
+              )
               moved = db.changes
-              db.add_event(job.handle, {"type" => "requeued", "process" => process}) if moved == 1
+              if moved == 1
+                db.add_event(
+                  job.handle,
+                  {"type" => "requeued", "process" => process}
+                )
+              end
               moved
             end.tap { |moved| count(db, "pushes", moved) if moved.positive? }
           end
@@ -80,12 +110,24 @@ module Jiggler
 
         # The jobs a process holds in flight. @returns [Array(Fetched)]
         def in_flight(process)
-          rows = with { |db| db.execute("SELECT id, queue, payload FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+          rows = with do |db|
+            db.execute(
+              "SELECT id, queue, payload FROM jobs " \
+              "WHERE owner = ? AND state = 'in_flight'",
+              [process]
+            )
+          end
           rows.map { |id, queue, payload| Fetched.new(id, queue, payload) }
         end
 
         def in_flight_count(process)
-          with { |db| db.get_first_value("SELECT count(*) FROM jobs WHERE owner = ? AND state = 'in_flight'", [process]) }
+          with do |db|
+            db.get_first_value(
+              "SELECT count(*) FROM jobs " \
+              "WHERE owner = ? AND state = 'in_flight'",
+              [process]
+            )
+          end
         end
 
         # Rewrites the payload of a job `process` holds in flight (an iterable job's checkpoint), only while it holds
@@ -94,8 +136,11 @@ module Jiggler
         # @returns [Boolean] false when the job is no longer in flight for `process`.
         def checkpoint(process, handle, payload)
           write do |db|
-            db.execute("UPDATE jobs SET payload = ? WHERE id = ? AND state = 'in_flight' AND owner = ?",
-              [payload, handle, process])
+            db.execute(
+              "UPDATE jobs SET payload = ? " \
+              "WHERE id = ? AND state = 'in_flight' AND owner = ?",
+              [payload, handle, process]
+            )
             db.changes == 1
           end
         end
@@ -108,8 +153,14 @@ module Jiggler
         # @returns [Integer] how many moved.
         def enqueue_due(now, &destination)
           write do |db|
-            due = db.execute("SELECT id, state, payload FROM jobs WHERE state IN ('scheduled', 'retry') AND run_at <= ?", [now])
-            due.each { |id, state, payload| enqueue_one(db, id, state.to_sym, payload, now, &destination) }
+            due = db.execute(
+              "SELECT id, state, payload FROM jobs " \
+              "WHERE state IN ('scheduled', 'retry') AND run_at <= ?",
+              [now]
+            )
+            due.each do |id, state, payload|
+              enqueue_one(db, id, state.to_sym, payload, now, &destination)
+            end
             count(db, "pushes", due.size) if due.any?
             prune(db, now)
             due.size
@@ -119,12 +170,21 @@ module Jiggler
         private
 
         def take(db, process, queue, limit, reliable)
-          ids = db.execute("SELECT id, payload FROM jobs WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
-            "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) ORDER BY run_at, id LIMIT ?", [queue, queue, limit])
+          ids = db.execute(
+            "SELECT id, payload FROM jobs " \
+            "WHERE state = 'queued' AND queue = ? AND NOT EXISTS " \
+            "(SELECT 1 FROM paused_queues WHERE paused_queues.queue = ?) " \
+            "ORDER BY run_at, id LIMIT ?",
+            [queue, queue, limit]
+          )
           return ids if ids.empty?
           marks = (["?"] * ids.size).join(", ")
           if reliable
-            db.execute("UPDATE jobs SET state = 'in_flight', owner = ? WHERE id IN (#{marks})", [process, *ids.map(&:first)])
+            db.execute(
+              "UPDATE jobs SET state = 'in_flight', owner = ? " \
+              "WHERE id IN (#{marks})",
+              [process, *ids.map(&:first)]
+            )
           else
             db.delete_where("id IN (#{marks})", ids.map(&:first))
           end
@@ -136,8 +196,12 @@ module Jiggler
           return count(db, "processed", ids.size) unless reliable
           now = Time.now.to_f
           finished = ids.each_slice(CHUNK).sum do |slice|
-            done = db.execute("UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
-              "WHERE id IN (#{(["?"] * slice.size).join(", ")}) AND state = 'in_flight' AND owner = ? RETURNING id", [now, *slice, process])
+            done = db.execute(
+              "UPDATE jobs SET state = 'done', owner = NULL, run_at = ? " \
+              "WHERE id IN (#{(["?"] * slice.size).join(", ")}) " \
+              "AND state = 'in_flight' AND owner = ? RETURNING id",
+              [now, *slice, process]
+            )
             db.add_events(done.map { |(id)| [id, {"type" => "done"}] }, at: now)
             done.size
           end
@@ -148,12 +212,21 @@ module Jiggler
         def fail_one(db, process, failed, reliable)
           set, id = failed.state, failed.fetched.handle
           if reliable
-            db.execute("UPDATE jobs SET state = ?, run_at = ?, payload = ?, owner = NULL " \
-              "WHERE id = ? AND state = 'in_flight' AND owner = ?", [set, failed.at, failed.payload, id, process])
-            return false unless db.changes == 1 # requeued elsewhere meanwhile: it must not be in two places
+            db.execute(
+              "UPDATE jobs " \
+              "SET state = ?, run_at = ?, payload = ?, owner = NULL " \
+              "WHERE id = ? AND state = 'in_flight' AND owner = ?",
+              [set, failed.at, failed.payload, id, process]
+            )
+            # requeued elsewhere meanwhile: it must not be in two places
+            return false unless db.changes == 1
           else
             # At-most-once jobs left the table when they were fetched.
-            id = insert(db, set, [[failed.fetched.queue, failed.at, failed.payload]]).first
+            id = insert(
+              db,
+              set,
+              [[failed.fetched.queue, failed.at, failed.payload]]
+            ).first
           end
           db.add_event(id, failed_event(failed))
           db.add_event(id, {"type" => "dead"}) if failed.set == :dead
@@ -163,14 +236,28 @@ module Jiggler
         # The history event of a failure: the attempt and error the payload records.
         def failed_event(failed)
           job = Payload.load(failed.payload)
-          return {"type" => "snoozed", "until" => failed.at} if failed.set == :scheduled
-          return {"type" => "cancelled", "by" => job.dig("cancelled", "by")} if failed.set == :cancelled
-          {"type" => "failed", "attempt" => job["attempt"], "error_class" => job["error_class"], "error_message" => job["error_message"]}
+          if failed.set == :scheduled
+            return {"type" => "snoozed", "until" => failed.at}
+          end
+          if failed.set == :cancelled
+            return {"type" => "cancelled", "by" => job.dig("cancelled", "by")}
+          end
+          {
+            "type" => "failed",
+            "attempt" => job["attempt"],
+            "error_class" => job["error_class"],
+            "error_message" => job["error_message"]
+          }
         rescue Payload::MalformedError
           {"type" => "failed"}
         end
 
-        def earliest_due(db) = db.get_first_value("SELECT min(run_at) FROM jobs WHERE state IN ('scheduled', 'retry')")
+        def earliest_due(db)
+          db.get_first_value(
+            "SELECT min(run_at) FROM jobs " \
+            "WHERE state IN ('scheduled', 'retry')"
+          )
+        end
       end
     end
   end

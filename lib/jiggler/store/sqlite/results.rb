@@ -10,14 +10,23 @@ module Jiggler
           expires_at = Time.now.to_f + ttl
           write do |db|
             results.each do |jid, json|
-              db.execute("INSERT OR REPLACE INTO results (jid, value, expires_at) VALUES (?, ?, ?)", [jid, json, expires_at])
+              db.execute(
+                "INSERT OR REPLACE INTO results (jid, value, expires_at) " \
+                "VALUES (?, ?, ?)",
+                [jid, json, expires_at]
+              )
             end
           end
         end
 
         # @returns [String | Nil] a finished job's stored result, nil when there is none (yet).
         def result(jid)
-          with { |db| db.get_first_value("SELECT value FROM results WHERE jid = ? AND expires_at > ?", [jid, Time.now.to_f]) }
+          with do |db|
+            db.get_first_value(
+              "SELECT value FROM results WHERE jid = ? AND expires_at > ?",
+              [jid, Time.now.to_f]
+            )
+          end
         end
       end
     end

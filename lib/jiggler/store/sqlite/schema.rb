@@ -96,8 +96,8 @@ module Jiggler
           CREATE INDEX cancel_requests_by_time ON cancel_requests (at);
         SQL
         # Workflows: each step's dependants, whether it is done and its result, and, while it waits for its
-        # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is left, when its state expires, whether a step died,
-        # and the job its first death pushes (on_death).
+        # dependencies, how many are left and its payload; per workflow, how many steps are not done and, once none is
+        # left, when its state expires, whether a step died, and the job its first death pushes (on_death).
         9 => <<~SQL,
           CREATE TABLE workflow_steps (
             workflow TEXT NOT NULL,
@@ -135,7 +135,9 @@ module Jiggler
         # events, to job_queue_jobs and job_queue_events, made only in a file that has any, which the store never
         # reads; the column and its indexes go.
         12 => lambda do |db|
-          if db.get_first_value("SELECT 1 FROM jobs WHERE modified IS NOT NULL LIMIT 1")
+          if db.get_first_value(
+            "SELECT 1 FROM jobs WHERE modified IS NOT NULL LIMIT 1"
+          )
             db.execute_batch(<<~SQL)
               CREATE TABLE job_queue_jobs AS SELECT id, state, payload, modified FROM jobs WHERE modified IS NOT NULL;
               CREATE TABLE job_queue_events AS SELECT * FROM events WHERE job_id IN (SELECT id FROM job_queue_jobs);

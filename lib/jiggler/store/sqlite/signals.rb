@@ -15,8 +15,15 @@ module Jiggler
         def signal_process(process, signal)
           now = Time.now.to_f
           write do |db|
-            db.execute("DELETE FROM process_signals WHERE at < ?", [now - SIGNAL_TTL])
-            db.execute("INSERT INTO process_signals (process, signal, at) VALUES (?, ?, ?)", [process, signal, now])
+            db.execute(
+              "DELETE FROM process_signals WHERE at < ?",
+              [now - SIGNAL_TTL]
+            )
+            db.execute(
+              "INSERT INTO process_signals (process, signal, at) " \
+              "VALUES (?, ?, ?)",
+              [process, signal, now]
+            )
           end
         end
 
@@ -29,9 +36,18 @@ module Jiggler
         # @returns [Array(String)]
         def take_signals(process)
           # A read first: a heartbeat finds none nearly always, and a read does not take the file's write lock.
-          return [] unless with { |db| db.get_first_value("SELECT 1 FROM process_signals WHERE process = ? LIMIT 1", [process]) }
+          return [] unless with do |db|
+            db.get_first_value(
+              "SELECT 1 FROM process_signals WHERE process = ? LIMIT 1",
+              [process]
+            )
+          end
           write do |db|
-            rows = db.execute("DELETE FROM process_signals WHERE process = ? RETURNING rowid, signal", [process])
+            rows = db.execute(
+              "DELETE FROM process_signals WHERE process = ? " \
+              "RETURNING rowid, signal",
+              [process]
+            )
             rows.sort.map(&:last)
           end
         end

@@ -22,14 +22,22 @@ module Jiggler
         # Releases a lock if `jid` holds it. @returns [Boolean] whether it was released.
         def unlock(lock, jid)
           write do |db|
-            db.execute("DELETE FROM unique_locks WHERE lock = ? AND jid = ?", [lock, jid])
+            db.execute(
+              "DELETE FROM unique_locks WHERE lock = ? AND jid = ?",
+              [lock, jid]
+            )
             db.changes == 1
           end
         end
 
         # The jid of the job holding a lock. @returns [String | Nil]
         def lock_holder(lock)
-          with { |db| db.get_first_value("SELECT jid FROM unique_locks WHERE lock = ? AND expires_at > ?", [lock, Time.now.to_f]) }
+          with do |db|
+            db.get_first_value(
+              "SELECT jid FROM unique_locks WHERE lock = ? AND expires_at > ?",
+              [lock, Time.now.to_f]
+            )
+          end
         end
 
         private
@@ -37,8 +45,15 @@ module Jiggler
         # Takes a lock for `jid` unless a live one exists (an expired one is dropped first), within the caller's
         # transaction. @returns [Boolean] whether it was taken.
         def take_lock(db, lock, jid, ttl, now)
-          db.execute("DELETE FROM unique_locks WHERE lock = ? AND expires_at <= ?", [lock, now])
-          db.execute("INSERT OR IGNORE INTO unique_locks (lock, jid, expires_at) VALUES (?, ?, ?)", [lock, jid, now + ttl])
+          db.execute(
+            "DELETE FROM unique_locks WHERE lock = ? AND expires_at <= ?",
+            [lock, now]
+          )
+          db.execute(
+            "INSERT OR IGNORE INTO unique_locks (lock, jid, expires_at) " \
+            "VALUES (?, ?, ?)",
+            [lock, jid, now + ttl]
+          )
           db.changes == 1
         end
       end

@@ -38,8 +38,16 @@ module Jiggler
 
         # How many pushes and announced schedules there have been; changes wake idle fetchers and schedulers.
         def announcements
-          counts = with { |db| db.execute("SELECT name, value FROM counters WHERE name IN ('pushes', 'schedules')").to_h }
-          {"pushes" => counts["pushes"].to_i, "schedules" => counts["schedules"].to_i}
+          counts = with do |db|
+            db.execute(
+              "SELECT name, value FROM counters " \
+              "WHERE name IN ('pushes', 'schedules')"
+            ).to_h
+          end
+          {
+            "pushes" => counts["pushes"].to_i,
+            "schedules" => counts["schedules"].to_i
+          }
         end
       end
     end

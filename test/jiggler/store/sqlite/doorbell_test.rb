@@ -21,11 +21,13 @@ describe Jiggler::Store::SQLite::Doorbell do
     refute waiter.wait(0.01), "another database's ring is not this one's"
   end
 
-  it "removes the socket of a waiter that died without closing it, and its own when closed" do
+  it "removes the socket of a waiter that died without closing it, " \
+    "and its own when closed" do
     waiter.wait(0.001)
     gone = Jiggler::Store::SQLite::Doorbell.new(database)
     gone.wait(0.001)
-    gone.instance_variable_get(:@listener).close # as a kill -9 leaves it: the file, no socket
+    # as a kill -9 leaves it: the file, no socket
+    gone.instance_variable_get(:@listener).close
     assert_equal 2, sockets(waiter).size
     Jiggler::Store::SQLite::Doorbell.new(database).ring
     assert_equal 1, sockets(waiter).size
