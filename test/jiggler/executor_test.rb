@@ -613,7 +613,8 @@ describe Jiggler::Executor do
         Proco = Jiggler::Executor
 
         log = StringIO.new
-        proco = Proco.interval(0.1).threads(4).queues(2).queue_size(100).batch(true).batch_size(10).logger(Logger.new(log)).new
+        proco = Proco.interval(0.1).threads(4).queues(2).queue_size(100)
+          .batch(true).batch_size(10).logger(Logger.new(log)).new
         puts "running before start: #{proco.running?}"
         [:exit, :kill].each do |call|
           proco.public_send(call)

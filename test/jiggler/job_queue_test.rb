@@ -48,7 +48,9 @@ module JobQueueChildren
     $stdout.flush
     $stdin.gets
     errors = Integer(ARGV[1]).times.filter_map do |index|
-      Jiggler::JobQueue.open(File.join(ARGV[0], "\#{index}.sqlite3")) { |queue| queue.create({"pid" => Process.pid}, "new") }
+      Jiggler::JobQueue.open(File.join(ARGV[0], "\#{index}.sqlite3")) do |queue|
+        queue.create({"pid" => Process.pid}, "new")
+      end
       nil
     rescue => error
       warn "\#{index}.sqlite3: \#{error.class}: \#{error.message}"

@@ -78,11 +78,15 @@ module Jiggler
             disabled INTEGER NOT NULL DEFAULT 0
           );
           CREATE TABLE unique_locks (lock TEXT PRIMARY KEY, jid TEXT NOT NULL, expires_at REAL NOT NULL);
-          CREATE TABLE limit_slots (key TEXT NOT NULL, jid TEXT NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (key, jid));
+          CREATE TABLE limit_slots (
+            key TEXT NOT NULL, jid TEXT NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (key, jid)
+          );
           CREATE TABLE limit_keys (key TEXT PRIMARY KEY, max INTEGER NOT NULL, ttl REAL NOT NULL);
           ALTER TABLE jobs ADD COLUMN waiting_key TEXT;
           CREATE INDEX jobs_waiting ON jobs (waiting_key, run_at, id) WHERE waiting_key IS NOT NULL;
-          CREATE TABLE rate_starts (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
+          CREATE TABLE rate_starts (
+            key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member)
+          );
           CREATE TABLE rate_plan (key TEXT NOT NULL, member TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (key, member));
         SQL
         # Rate limits read a key's starts and plan by time: without these, each check scanned all of the key's rows.
