@@ -4,7 +4,8 @@
 # Put authentication in front of it before exposing it beyond localhost, e.g.:
 #
 #   use Rack::Auth::Basic, "jiggler" do |user, password|
-#     Rack::Utils.secure_compare(user, ENV.fetch("JIGGLER_USER")) & Rack::Utils.secure_compare(password, ENV.fetch("JIGGLER_PASSWORD"))
+#     Rack::Utils.secure_compare(user, ENV.fetch("JIGGLER_USER")) &
+#       Rack::Utils.secure_compare(password, ENV.fetch("JIGGLER_PASSWORD"))
 #   end
 $LOAD_PATH.unshift(File.expand_path("lib", __dir__))
 require "jiggler/web"

@@ -26,14 +26,27 @@ class ExecutorBench
   # One disk: writes are exclusive; a write costs a 10 ms seek plus 1 ms per 50 kB item transferred.
   DISK = Thread::Mutex.new
   IO_TASK = ->(_item) { DISK.synchronize { sleep 0.01 + 0.001 } }
-  IO_BATCH_TASK = ->(items) { DISK.synchronize { sleep 0.01 + items.length * 0.001 } }
+  IO_BATCH_TASK = ->(items) {
+    DISK.synchronize { sleep 0.01 + items.length * 0.001 }
+  }
 
   def run
-    puts "Ruby #{RUBY_VERSION}, #{Etc.nprocessors} CPUs#{" (--quick: small counts, figures not meaningful)" if QUICK}"
-    chart("CPU-intensive task, #{CPU_ITEMS} items", CPU_ITEMS, CPU_TASK, CPU_BATCH_TASK, configurations)
-    chart("CPU-intensive task, #{CPU_ITEMS} items, executor = Jiggler::Executor.batch_size(100)", CPU_ITEMS,
-      CPU_TASK, CPU_BATCH_TASK, configurations(Jiggler::Executor.batch_size(100), "executor"))
-    chart("Direct I/O on a single disk, #{IO_ITEMS} items", IO_ITEMS, IO_TASK, IO_BATCH_TASK, configurations)
+    puts "Ruby #{RUBY_VERSION}, #{Etc.nprocessors} CPUs" \
+      "#{" (--quick: small counts, figures not meaningful)" if QUICK}"
+    chart(
+      "CPU-intensive task, #{CPU_ITEMS} items",
+      CPU_ITEMS, CPU_TASK, CPU_BATCH_TASK, configurations
+    )
+    chart(
+      "CPU-intensive task, #{CPU_ITEMS} items, " \
+        "executor = Jiggler::Executor.batch_size(100)",
+      CPU_ITEMS, CPU_TASK, CPU_BATCH_TASK,
+      configurations(Jiggler::Executor.batch_size(100), "executor")
+    )
+    chart(
+      "Direct I/O on a single disk, #{IO_ITEMS} items",
+      IO_ITEMS, IO_TASK, IO_BATCH_TASK, configurations
+    )
     rates
   end
 
@@ -43,7 +56,8 @@ class ExecutorBench
   def configurations(base = Jiggler::Executor, name = "Jiggler::Executor")
     list = [["#{name}.new", base, false]]
     [2, 4, 8].product([1, 4], [false, true]).each do |threads, queues, batch|
-      label = "#{name}.threads(#{threads}).queues(#{queues})#{".batch(true)" if batch}.new"
+      label = "#{name}.threads(#{threads}).queues(#{queues})" \
+        "#{".batch(true)" if batch}.new"
       list << [label, base.threads(threads).queues(queues).batch(batch), batch]
     end
     list
@@ -78,8 +92,14 @@ class ExecutorBench
     puts "", "submit! throughput, #{RATE_ITEMS} items, block returns items.size:"
     [
       ["Jiggler::Executor.batch(true).new", Jiggler::Executor.batch(true)],
-      ["Jiggler::Executor.batch(true).queue_size(10_000).new", Jiggler::Executor.batch(true).queue_size(10_000)],
-      ["Jiggler::Executor.threads(4).queues(4).batch(true).new", Jiggler::Executor.threads(4).queues(4).batch(true)]
+      [
+        "Jiggler::Executor.batch(true).queue_size(10_000).new",
+        Jiggler::Executor.batch(true).queue_size(10_000)
+      ],
+      [
+        "Jiggler::Executor.threads(4).queues(4).batch(true).new",
+        Jiggler::Executor.threads(4).queues(4).batch(true)
+      ]
     ].each { |label, builder| rate(label, builder) }
     rate("Jiggler::Executor.new (one item at a time)", Jiggler::Executor, RATE_ITEMS / 10)
   end
@@ -88,7 +108,10 @@ class ExecutorBench
     executor = builder.new.start { |items| items.size }
     submitted = elapsed { count.times { |item| executor.submit!(item) } }
     total = submitted + elapsed { executor.exit }
-    puts format("%-56s : %9d items/s submitted, %9d items/s processed", label, count / submitted, count / total)
+    puts format(
+      "%-56s : %9d items/s submitted, %9d items/s processed",
+      label, count / submitted, count / total
+    )
   end
 
   def elapsed

@@ -62,7 +62,12 @@ module FlowCost
     def perform(_n) = nil
   end
 
-  CLASSES = {"plain" => Plain, "unique until finished" => Unique, "concurrency limit" => Concurrency, "rate limit" => Rate}.freeze
+  CLASSES = {
+    "plain" => Plain,
+    "unique until finished" => Unique,
+    "concurrency limit" => Concurrency,
+    "rate limit" => Rate
+  }.freeze
 end
 
 # Runs the rounds and prints the table.
@@ -80,7 +85,9 @@ class FlowCostBench
 
   def run
     Jiggler.logger = Logger.new(File::NULL)
-    results = @stores.to_h { |name| [name, with_store(name) { |store| measure(store) }] }
+    results = @stores.to_h do |name|
+      [name, with_store(name) { |store| measure(store) }]
+    end
     print_table(results)
   ensure
     FileUtils.rm_rf(@dir)
@@ -90,10 +97,18 @@ class FlowCostBench
 
   def parse(argv)
     OptionParser.new do |options|
-      options.on("--quick", "200 jobs, 1 round: checks that the script runs") { @jobs, @rounds, @quick = 200, 1, true }
-      options.on("--jobs N", Integer, "jobs per class, store and round (default 20000)") { |n| @jobs = n }
-      options.on("--rounds N", Integer, "rounds (default 5); figures are medians") { |n| @rounds = n }
-      options.on("--stores LIST", Array, "redis,sqlite (default both)") { |list| @stores = list }
+      options.on("--quick", "200 jobs, 1 round: checks that the script runs") do
+        @jobs, @rounds, @quick = 200, 1, true
+      end
+      options.on(
+        "--jobs N", Integer, "jobs per class, store and round (default 20000)"
+      ) { |n| @jobs = n }
+      options.on(
+        "--rounds N", Integer, "rounds (default 5); figures are medians"
+      ) { |n| @rounds = n }
+      options.on(
+        "--stores LIST", Array, "redis,sqlite (default both)"
+      ) { |list| @stores = list }
     end.parse!(argv)
   end
 
@@ -120,12 +135,22 @@ class FlowCostBench
   # @returns [Hash(String, Array([Float, Float, Float]))] per class: the medians of enqueue, run wall and run CPU µs.
   def measure(store)
     samples = FlowCost::CLASSES.keys.to_h { |label| [label, []] }
-    processor = Jiggler::Server::Processor.new(config: Jiggler.config, logger: Jiggler.logger, results: store,
-      gate: Jiggler::Server::Gate.new(process: PROCESS, reliable: true, store: -> { store }))
+    processor = Jiggler::Server::Processor.new(
+      config: Jiggler.config,
+      logger: Jiggler.logger,
+      results: store,
+      gate: Jiggler::Server::Gate.new(
+        process: PROCESS, reliable: true, store: -> { store }
+      )
+    )
     @rounds.times do |round|
-      FlowCost::CLASSES.to_a.rotate(round).each { |label, klass| samples[label] << once(store, processor, klass) }
+      FlowCost::CLASSES.to_a.rotate(round).each do |label, klass|
+        samples[label] << once(store, processor, klass)
+      end
     end
-    samples.transform_values { |rows| rows.transpose.map { |values| Bench.percentile(values, 0.5) } }
+    samples.transform_values do |rows|
+      rows.transpose.map { |values| Bench.percentile(values, 0.5) }
+    end
   end
 
   # One class, one round. @returns [Array(Float)] enqueue µs, run wall µs and run CPU µs per job.
@@ -134,42 +159,61 @@ class FlowCostBench
     args = Array.new(@jobs) { |n| [n] }
     enqueue = timed { klass.enqueue_bulk(args) }.first
     fetched = fetch_all(store)
-    wall, cpu = timed { fetched.each { |job| check(processor.call(job), klass) } }
-    fetched.map(&:handle).each_slice(SLICE) { |handles| store.fetch(PROCESS, [], limit: 0, acks: handles) }
+    wall, cpu = timed do
+      fetched.each { |job| check(processor.call(job), klass) }
+    end
+    fetched.map(&:handle).each_slice(SLICE) do |handles|
+      store.fetch(PROCESS, [], limit: 0, acks: handles)
+    end
     [enqueue, wall, cpu].map { |seconds| seconds * 1_000_000 / @jobs }
   end
 
   def fetch_all(store)
     jobs = []
-    jobs.concat(store.fetch(PROCESS, ["default"], limit: SLICE)) while jobs.size < @jobs
+    while jobs.size < @jobs
+      jobs.concat(store.fetch(PROCESS, ["default"], limit: SLICE))
+    end
     jobs
   end
 
   # A job that waited or failed would measure something else: stop there.
   def check(outcome, klass)
-    raise "#{klass.name}: a job did not run (#{outcome.inspect}); the bench measures jobs that run" unless outcome.equal?(Jiggler::Server::Processor::DONE)
+    unless outcome.equal?(Jiggler::Server::Processor::DONE)
+      raise "#{klass.name}: a job did not run (#{outcome.inspect}); " \
+        "the bench measures jobs that run"
+    end
   end
 
   # @returns [Array(Float)] wall and CPU seconds the block took.
   def timed
     GC.start
-    wall, cpu = Bench.monotonic, Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    wall, cpu =
+      Bench.monotonic, Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
     yield
-    [Bench.monotonic - wall, Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu]
+    [
+      Bench.monotonic - wall,
+      Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu
+    ]
   end
 
   def print_table(results)
     yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "on" : "off"
-    puts "Ruby #{RUBY_VERSION} (YJIT #{yjit}), #{Etc.nprocessors} CPUs; #{@versions}SQLite synchronous normal; " \
-      "#{@jobs} jobs per class and store, medians of #{@rounds} round(s)#{" (--quick: figures not meaningful)" if @quick}"
+    puts "Ruby #{RUBY_VERSION} (YJIT #{yjit}), #{Etc.nprocessors} CPUs; " \
+      "#{@versions}SQLite synchronous normal; " \
+      "#{@jobs} jobs per class and store, medians of #{@rounds} round(s)" \
+      "#{" (--quick: figures not meaningful)" if @quick}"
     puts
-    puts "| store | class | enqueue µs/job | run µs/job (wall) | run CPU µs/job | run over plain (wall) |"
+    puts "| store | class | enqueue µs/job | run µs/job (wall) " \
+      "| run CPU µs/job | run over plain (wall) |"
     puts "|---|---|---|---|---|---|"
     results.each do |store, rows|
       plain = rows["plain"][1]
       rows.each do |label, (enqueue, wall, cpu)|
         over = (label == "plain") ? "-" : format("+%.1f µs (x%.1f)", wall - plain, wall / plain)
-        puts format("| %s | %s | %.1f | %.1f | %.1f | %s |", store, label, enqueue, wall, cpu, over)
+        puts format(
+          "| %s | %s | %.1f | %.1f | %.1f | %s |",
+          store, label, enqueue, wall, cpu, over
+        )
       end
     end
   end

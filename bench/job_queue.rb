@@ -75,19 +75,26 @@ class JobQueueBench
   end
 
   def run
-    puts "Ruby #{RUBY_VERSION}, SQLite #{SQLite3::SQLITE_VERSION}, #{Etc.nprocessors} CPUs, load average " \
-      "#{File.read("/proc/loadavg").split.first(3).join(" ")}#{" (--quick: small counts, figures not meaningful)" if @quick}"
-    puts "Figures labelled 'jobq' are jobq's README's (Python, another machine), for comparison."
+    puts "Ruby #{RUBY_VERSION}, SQLite #{SQLite3::SQLITE_VERSION}, " \
+      "#{Etc.nprocessors} CPUs, load average " \
+      "#{File.read("/proc/loadavg").split.first(3).join(" ")}" \
+      "#{" (--quick: small counts, figures not meaningful)" if @quick}"
+    puts "Figures labelled 'jobq' are jobq's README's " \
+      "(Python, another machine), for comparison."
     puts
     puts "Getting a baseline"
     baseline
     [["normal", "NORMAL"], ["full", "FULL"]].each do |synchronous, label|
       path = File.join(@dir, "jobq-bench-#{synchronous}.sqlite3")
       puts "Testing with #{path} (WAL, synchronous #{label})"
-      Jiggler::JobQueue.open(path, synchronous: synchronous) { |queue| operations(queue, label, "durable") }
+      Jiggler::JobQueue.open(path, synchronous: synchronous) do |queue|
+        operations(queue, label, "durable")
+      end
     end
     puts "Testing with :memory:"
-    Jiggler::JobQueue.open(":memory:") { |queue| operations(queue, ":memory:", "memory") }
+    Jiggler::JobQueue.open(":memory:") do |queue|
+      operations(queue, ":memory:", "memory")
+    end
     summary
     end_to_end
   ensure
@@ -98,11 +105,20 @@ class JobQueueBench
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
 
-  def payloads = Array.new(@reps) { {"user_id" => rand(0..2**32), "msg" => SecureRandom.alphanumeric(256).upcase} }
+  def payloads
+    Array.new(@reps) do
+      {
+        "user_id" => rand(0..2**32),
+        "msg" => SecureRandom.alphanumeric(256).upcase
+      }
+    end
+  end
 
   def baseline
     jobs = payloads.each
-    bench("naive_serialize", "naive_serialize") { JSON.generate([jobs.next, "CREATED"]) }
+    bench("naive_serialize", "naive_serialize") do
+      JSON.generate([jobs.next, "CREATED"])
+    end
     jobs = payloads.each
     File.open(File.join(@dir, "naive-fsync.json"), "w") do |file|
       bench("naive_fsync", "naive_fsync") do
@@ -115,12 +131,17 @@ class JobQueueBench
 
   def operations(queue, label, kind)
     jobs = payloads.each
-    @results[["insert", label]] = bench("insert", "#{kind} insert") { queue.create(jobs.next, "CREATED") }
-    @results[["poll", label]] = bench("poll", "#{kind} poll") { queue.poll({state: "CREATED"}, "POLLED") }
-    reps = @reps
-    @results[["append_event", label]] = bench("append_event", "#{kind} append_event") do
-      queue.append_event(rand(1..reps), {"foo" => "bar"})
+    @results[["insert", label]] = bench("insert", "#{kind} insert") do
+      queue.create(jobs.next, "CREATED")
     end
+    @results[["poll", label]] = bench("poll", "#{kind} poll") do
+      queue.poll({state: "CREATED"}, "POLLED")
+    end
+    reps = @reps
+    @results[["append_event", label]] =
+      bench("append_event", "#{kind} append_event") do
+        queue.append_event(rand(1..reps), {"foo" => "bar"})
+      end
   end
 
   # Times `reps` calls of the block and prints them as jobq does, with jobq's figures for `reference` below.
@@ -134,7 +155,8 @@ class JobQueueBench
     end
     total = now - started
     result = Result.new(name, mean(timings), median(timings), stddev(timings))
-    puts "Ran #{name.inspect.tr('"', "'")} #{@reps} times, total time #{timer(total)}"
+    puts "Ran #{name.inspect.tr('"', "'")} #{@reps} times, " \
+      "total time #{timer(total)}"
     puts "  mean: #{timer(result.mean)}"
     puts "  median: #{timer(result.median)}"
     puts "  stddev: #{timer(result.stddev)}"
@@ -147,7 +169,8 @@ class JobQueueBench
   def compare(result, (mean, median, stddev))
     ratio = nanoseconds(mean) / result.mean
     relation = (ratio >= 1) ? format("%.1fx faster", ratio) : format("%.1fx slower", 1 / ratio)
-    puts "  jobq: mean #{mean}, median #{median}, stddev #{stddev} (jiggler's mean is #{relation})"
+    puts "  jobq: mean #{mean}, median #{median}, stddev #{stddev} " \
+      "(jiggler's mean is #{relation})"
   end
 
   # "10.66 ms" in nanoseconds.
@@ -181,16 +204,26 @@ class JobQueueBench
 
   def summary
     puts "Summary: mean per op (median)"
-    columns = ["WAL/NORMAL", "WAL/FULL", ":memory:", "jobq durable", "jobq :memory:"]
+    columns = [
+      "WAL/NORMAL", "WAL/FULL", ":memory:", "jobq durable", "jobq :memory:"
+    ]
     puts format("  %-13s" + " %-24s" * columns.size, "", *columns).rstrip
     %w[insert poll append_event].each do |name|
-      ours = ["NORMAL", "FULL", ":memory:"].map { |label| @results.fetch([name, label]).then { |result| [result.mean, result.median] } }
-      theirs = %w[durable memory].map { |kind| JOBQ.fetch("#{kind} #{name}").first(2).map { |figure| nanoseconds(figure) } }
-      cells = (ours + theirs).map { |mean, median| "#{short(mean)} (#{short(median)})" }
+      ours = ["NORMAL", "FULL", ":memory:"].map do |label|
+        @results.fetch([name, label])
+          .then { |result| [result.mean, result.median] }
+      end
+      theirs = %w[durable memory].map do |kind|
+        JOBQ.fetch("#{kind} #{name}").first(2).map { |figure| nanoseconds(figure) }
+      end
+      cells = (ours + theirs).map do |mean, median|
+        "#{short(mean)} (#{short(median)})"
+      end
       puts format("  %-13s" + " %-24s" * cells.size, name, *cells).rstrip
     end
     durable = %w[insert poll].map { |name| @results.fetch([name, "NORMAL"]).mean }
-    puts "  target: a durable insert or poll well under 1 ms: #{(durable.max < 1e6) ? "met" : "NOT met"} " \
+    puts "  target: a durable insert or poll well under 1 ms: " \
+      "#{(durable.max < 1e6) ? "met" : "NOT met"} " \
       "(WAL/NORMAL means #{durable.map { |value| short(value) }.join(", ")})"
     puts
   end
@@ -205,13 +238,21 @@ class JobQueueBench
     jobs_file = File.join(@dir, "bench_noop_jobs.rb")
     File.write(jobs_file, JOBS_SOURCE)
     require jobs_file
-    puts "End to end: #{@jobs} noop jobs through exe/jiggler -c #{CONCURRENCY} on SQLite (WAL, synchronous NORMAL), " \
+    puts "End to end: #{@jobs} noop jobs through " \
+      "exe/jiggler -c #{CONCURRENCY} on SQLite (WAL, synchronous NORMAL), " \
       "#{@runs} run#{"s" if @runs > 1}"
     rates = Array.new(@runs) { |run| end_to_end_run(run + 1, jobs_file) }
     sorted = rates.sort
     median = sorted[sorted.size / 2]
-    puts format("  noop throughput: median %.0f jobs/s, best %.0f jobs/s over %d run%s; target 20000 jobs/s: %s",
-      median, sorted.last, rates.size, (rates.size > 1) ? "s" : "", (median >= 20_000) ? "met" : "NOT met")
+    puts format(
+      "  noop throughput: median %.0f jobs/s, best %.0f jobs/s " \
+        "over %d run%s; target 20000 jobs/s: %s",
+      median,
+      sorted.last,
+      rates.size,
+      (rates.size > 1) ? "s" : "",
+      (median >= 20_000) ? "met" : "NOT met"
+    )
   end
 
   def end_to_end_run(run, jobs_file)
@@ -219,29 +260,60 @@ class JobQueueBench
     store = Jiggler::Store::SQLite.new(path: path)
     Jiggler.client = Jiggler::Client.new(store)
     enqueue_started = now
-    @jobs.fdiv(BULK).ceil.times { |index| BenchNoopJob.enqueue_bulk(Array.new([BULK, @jobs - index * BULK].min) { [] }) }
+    @jobs.fdiv(BULK).ceil.times do |index|
+      BenchNoopJob.enqueue_bulk(Array.new([BULK, @jobs - index * BULK].min) { [] })
+    end
     enqueue_time = (now - enqueue_started) / 1e9
     store.close
 
     log = File.join(@dir, "e2e-#{run}.log")
-    env = {"REDIS_URL" => nil, "JIGGLER_SQLITE_PATH" => path, "APP_ENV" => nil, "RAILS_ENV" => nil, "RACK_ENV" => nil}
+    env = {
+      "REDIS_URL" => nil,
+      "JIGGLER_SQLITE_PATH" => path,
+      "APP_ENV" => nil,
+      "RAILS_ENV" => nil,
+      "RACK_ENV" => nil
+    }
     spawned = now
-    pid = Process.spawn(env, RbConfig.ruby, EXE, "-r", jobs_file, "-c", CONCURRENCY.to_s, out: log, err: [:child, :out], chdir: ROOT)
-    wait_until(30, "the server to start (log: #{log})") { File.read(log).include?("started:") }
+    pid = Process.spawn(
+      env,
+      RbConfig.ruby, EXE, "-r", jobs_file, "-c", CONCURRENCY.to_s,
+      out: log, err: [:child, :out], chdir: ROOT
+    )
+    wait_until(30, "the server to start (log: #{log})") do
+      File.read(log).include?("started:")
+    end
     started = now
     cpu_before = cpu_seconds(pid)
     reader = SQLite3::Database.new(path, readonly: true)
     reader.busy_timeout = 1_000
-    processed = -> { reader.get_first_value("SELECT value FROM counters WHERE name = 'processed'").to_i }
-    wait_until([60, @jobs / 500].max, "#{@jobs} jobs processed") { processed.call >= @jobs }
+    processed = -> {
+      reader
+        .get_first_value("SELECT value FROM counters WHERE name = 'processed'")
+        .to_i
+    }
+    wait_until([60, @jobs / 500].max, "#{@jobs} jobs processed") do
+      processed.call >= @jobs
+    end
     finished = now
     cpu = cpu_seconds(pid) - cpu_before
     reader.close
     seconds = (finished - started) / 1e9
     rate = @jobs / seconds
-    puts format("  run %d: enqueued in %.2f s (%.0f jobs/s); server boot %.2f s; %d jobs processed in %.2f s: %.0f jobs/s " \
-      "(server CPU %.2f s, %.0f%% of one core)", run, enqueue_time, @jobs / enqueue_time, (started - spawned) / 1e9,
-      @jobs, seconds, rate, cpu, 100 * cpu / seconds)
+    puts format(
+      "  run %d: enqueued in %.2f s (%.0f jobs/s); server boot %.2f s; " \
+        "%d jobs processed in %.2f s: %.0f jobs/s " \
+        "(server CPU %.2f s, %.0f%% of one core)",
+      run,
+      enqueue_time,
+      @jobs / enqueue_time,
+      (started - spawned) / 1e9,
+      @jobs,
+      seconds,
+      rate,
+      cpu,
+      100 * cpu / seconds
+    )
     rate
   ensure
     stop(pid) if pid

@@ -30,28 +30,43 @@ require jobs_file
 redis = Bench::Redis.new.start
 Jiggler.configure { |config| config[:redis_url] = redis.url }
 env = {"REDIS_URL" => redis.url, "RUBY_YJIT_ENABLE" => ENV["RUBY_YJIT_ENABLE"]}
-server = Process.spawn(env, RbConfig.ruby, File.expand_path("../exe/jiggler", __dir__), "-r", jobs_file, "-c", "10",
-  out: File.join(dir, "server.log"), err: [:child, :out])
+server = Process.spawn(
+  env,
+  RbConfig.ruby, File.expand_path("../exe/jiggler", __dir__),
+  "-r", jobs_file, "-c", "10",
+  out: File.join(dir, "server.log"), err: [:child, :out]
+)
 rss = -> { File.read("/proc/#{server}/status")[/VmRSS:\s+(\d+)/, 1].to_i / 1024.0 }
 processed = -> { Jiggler.summary["processed_count"] }
 
 begin
-  Bench.wait_until(30, "the server to start") { File.read(File.join(dir, "server.log")).include?("started:") }
-  puts "Ruby #{RUBY_VERSION}#{" +YJIT" if ENV["RUBY_YJIT_ENABLE"]}, redis #{redis.version}, #{waves} waves of #{per_wave} noop jobs, concurrency 10"
+  Bench.wait_until(30, "the server to start") do
+    File.read(File.join(dir, "server.log")).include?("started:")
+  end
+  puts "Ruby #{RUBY_VERSION}#{" +YJIT" if ENV["RUBY_YJIT_ENABLE"]}, " \
+    "redis #{redis.version}, #{waves} waves of #{per_wave} noop jobs, " \
+    "concurrency 10"
   puts "wave         jobs run     RSS MB   seconds"
   puts format("%-8s %12d %10.1f %9s", "start", 0, rss.call, "")
   readings = (1..waves).map do |wave|
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    (1..per_wave).each_slice(10_000) { |slice| NoopJob.enqueue_bulk(Array.new(slice.size) { [] }) }
+    (1..per_wave).each_slice(10_000) do |slice|
+      NoopJob.enqueue_bulk(Array.new(slice.size) { [] })
+    end
     Bench.wait_until(600, "wave #{wave}") do
       sleep 0.05
       processed.call >= wave * per_wave
     end
     seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-    rss.call.tap { |mb| puts format("%-8d %12d %10.1f %9.2f", wave, wave * per_wave, mb, seconds) }
+    rss.call.tap do |mb|
+      puts format("%-8d %12d %10.1f %9.2f", wave, wave * per_wave, mb, seconds)
+    end
   end
   half = readings.size / 2
-  puts format("RSS growth over the second half of the run (waves %d-%d): %+.1f MB", half + 1, waves, readings.last - readings[half - 1])
+  puts format(
+    "RSS growth over the second half of the run (waves %d-%d): %+.1f MB",
+    half + 1, waves, readings.last - readings[half - 1]
+  )
 ensure
   Process.kill(:TERM, server)
   Process.wait(server)

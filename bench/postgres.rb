@@ -13,18 +13,25 @@ require "jiggler"
 require "tmpdir"
 require_relative "../test/support/postgres_server"
 
-pickups, noops, concurrency = (ARGV[0] || 200).to_i, (ARGV[1] || 20_000).to_i, (ARGV[2] || 10).to_i
+pickups, noops, concurrency =
+  (ARGV[0] || 200).to_i, (ARGV[1] || 20_000).to_i, (ARGV[2] || 10).to_i
 postgres = PostgresServer.new.start
 at_exit { postgres.stop }
 file = File.join(Dir.mktmpdir("jiggler-pg-bench"), "out.txt")
 File.write(file, "")
-env = {"JIGGLER_DATABASE_URL" => postgres.url, "PG_BENCH_FILE" => file, "REDIS_URL" => nil}
+env = {
+  "JIGGLER_DATABASE_URL" => postgres.url,
+  "PG_BENCH_FILE" => file,
+  "REDIS_URL" => nil
+}
 ENV.update(env.compact)
 require_relative "postgres/jobs"
 Jiggler.store.ping # the schema made before the server starts
 log = File.join(File.dirname(file), "server.log")
-server = Process.spawn(env, RbConfig.ruby, "exe/jiggler", "-r", "./bench/postgres/jobs.rb",
-  "-c", concurrency.to_s, out: log, err: [:child, :out])
+server = Process.spawn(
+  env, RbConfig.ruby, "exe/jiggler", "-r", "./bench/postgres/jobs.rb",
+  "-c", concurrency.to_s, out: log, err: [:child, :out]
+)
 at_exit { Process.kill("KILL", server) }
 sleep 0.1 until File.read(log).include?("started:")
 sleep 1
@@ -37,14 +44,19 @@ sleep 0.5
 latencies = File.readlines(file).map(&:to_f).sort
 percentile = ->(p) { (latencies[(latencies.size * p).ceil - 1] * 1000).round(2) }
 puts "pickup (#{latencies.size} jobs, idle server, -c #{concurrency}): " \
-  "p50 #{percentile.call(0.5)} ms, p90 #{percentile.call(0.9)} ms, p99 #{percentile.call(0.99)} ms"
+  "p50 #{percentile.call(0.5)} ms, p90 #{percentile.call(0.9)} ms, " \
+  "p99 #{percentile.call(0.99)} ms"
 
 File.write(file, "")
 started = Time.now.to_f
-(noops - 1).times.each_slice(1000) { |slice| NoopJob.enqueue_bulk(slice.map { [false] }) }
+(noops - 1).times.each_slice(1000) do |slice|
+  NoopJob.enqueue_bulk(slice.map { [false] })
+end
 NoopJob.enqueue(true)
 enqueued = Time.now.to_f
 sleep 0.01 until (done = File.read(file)[/done (\S+)/, 1])
 took = done.to_f - started
-puts "noop (#{noops} jobs, -c #{concurrency}): enqueued in #{(enqueued - started).round(2)} s, " \
-  "all done #{took.round(2)} s after the first enqueue: #{(noops / took).round} jobs/s"
+puts "noop (#{noops} jobs, -c #{concurrency}): " \
+  "enqueued in #{(enqueued - started).round(2)} s, " \
+  "all done #{took.round(2)} s after the first enqueue: " \
+  "#{(noops / took).round} jobs/s"

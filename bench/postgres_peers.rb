@@ -22,7 +22,8 @@ ROOT = File.expand_path("..", __dir__)
 require_relative "harness/processors"
 
 $stdout.sync = true
-jobs, concurrency, rounds = (ARGV[0] || 20_000).to_i, (ARGV[1] || 10).to_i, (ARGV[2] || 2).to_i
+jobs, concurrency, rounds =
+  (ARGV[0] || 20_000).to_i, (ARGV[1] || 10).to_i, (ARGV[2] || 2).to_i
 PEERS = %w[good_job solid_queue].freeze
 # Ours through Active Job in the peers' Rails app, beside ours native.
 OURS = %w[jiggler jiggler_aj].freeze
@@ -32,10 +33,13 @@ unless Bench::Processor.bundle_current?(:pgpeers)
   log = File.join(ROOT, "tmp", "bench-bundles", "pgpeers-install.log")
   FileUtils.mkdir_p(File.dirname(log))
   unless Bench::Processor.install_bundle(:pgpeers, log)
-    abort "the peers' bundle did not install (see #{log}): #{File.read(log).lines.last(5).join}"
+    abort "the peers' bundle did not install (see #{log}): " \
+      "#{File.read(log).lines.last(5).join}"
   end
 end
-versions = File.read(Bench::Processor.lockfile(:pgpeers)).scan(/^    (good_job|solid_queue|rails) \(([^)]+)\)/).to_h
+versions = File.read(Bench::Processor.lockfile(:pgpeers))
+  .scan(/^    (good_job|solid_queue|rails) \(([^)]+)\)/)
+  .to_h
 
 postgres = PostgresServer.new.start
 at_exit { postgres.stop }
@@ -49,8 +53,11 @@ database = PG.connect(url)
 clean = Bench::Processor.unleaked_env
 peer = File.join(__dir__, "postgres_peers", "peer.rb")
 peer_run = lambda do |kind, *args, **options|
-  env = clean.merge(peer_env).merge("DATABASE_URL" => "#{url}?pool=#{concurrency + 5}", "RAILS_ENV" => "production",
-    "JIGGLER_DATABASE_URL" => url)
+  env = clean.merge(peer_env).merge(
+    "DATABASE_URL" => "#{url}?pool=#{concurrency + 5}",
+    "RAILS_ENV" => "production",
+    "JIGGLER_DATABASE_URL" => url
+  )
   [env, RbConfig.ruby, peer, kind.delete_suffix("_aj"), *args, options]
 end
 PEERS.each do |kind|
@@ -58,7 +65,8 @@ PEERS.each do |kind|
   system(env, *command, **options) or abort "#{kind}: setup failed"
 end
 
-PROCESSED = "SELECT coalesce((SELECT value FROM jiggler.counters WHERE name = 'processed'), 0)"
+PROCESSED = "SELECT coalesce((SELECT value FROM jiggler.counters " \
+  "WHERE name = 'processed'), 0)"
 DONE = {
   "jiggler" => PROCESSED,
   "jiggler_aj" => PROCESSED,
@@ -89,14 +97,25 @@ run = lambda do |kind|
   base = database.exec(DONE.fetch(kind)).getvalue(0, 0).to_i
   enqueue_started = now
   if kind == "jiggler"
-    jobs.times.each_slice(1000) { |slice| NoopJob.enqueue_bulk(slice.map { [false] }) }
-    env = clean.merge("JIGGLER_DATABASE_URL" => url, "PG_BENCH_FILE" => ENV["PG_BENCH_FILE"])
-    command = [env, RbConfig.ruby, "-Ilib", "exe/jiggler", "-r", "./bench/postgres/jobs.rb", "-c", concurrency.to_s,
-      {chdir: ROOT, out: File::NULL}]
+    jobs.times.each_slice(1000) do |slice|
+      NoopJob.enqueue_bulk(slice.map { [false] })
+    end
+    env = clean.merge(
+      "JIGGLER_DATABASE_URL" => url,
+      "PG_BENCH_FILE" => ENV["PG_BENCH_FILE"]
+    )
+    command = [
+      env,
+      RbConfig.ruby, "-Ilib", "exe/jiggler",
+      "-r", "./bench/postgres/jobs.rb",
+      "-c", concurrency.to_s,
+      {chdir: ROOT, out: File::NULL}
+    ]
   else
     env, *command, options = peer_run.call(kind, "enqueue", jobs.to_s)
     system(env, *command, **options) or abort "#{kind}: enqueue failed"
-    env, *command, options = peer_run.call(kind, "work", concurrency.to_s, out: File::NULL)
+    env, *command, options =
+      peer_run.call(kind, "work", concurrency.to_s, out: File::NULL)
     command = [env, *command, options]
   end
   enqueued = now - enqueue_started
@@ -115,29 +134,56 @@ run = lambda do |kind|
   rss = tree_rss(pid)
   Process.kill("TERM", pid)
   Process.wait(pid)
-  {kind: kind, enqueue: enqueued, total: finished - started, after_first: finished - first, rss: rss}
+  {
+    kind: kind,
+    enqueue: enqueued,
+    total: finished - started,
+    after_first: finished - first,
+    rss: rss
+  }
 end
 
-label = {"jiggler" => "jiggler #{Jiggler::VERSION} (PostgreSQL store)",
-         "jiggler_aj" => "jiggler #{Jiggler::VERSION} through Active Job (same store)",
-         "good_job" => "GoodJob #{versions["good_job"]}", "solid_queue" => "Solid Queue #{versions["solid_queue"]}"}
-puts "#{jobs} noop jobs, concurrency #{concurrency}, #{rounds} rounds, PostgreSQL " \
-  "#{database.exec("SHOW server_version").getvalue(0, 0)}, Rails #{versions["rails"]} for the peers"
-puts "| Round | Processor | Enqueue (s) | Spawn to last (s) | Jobs/s | First to last (s) | Jobs/s after first | RSS at the end (kB) |",
+label = {
+  "jiggler" => "jiggler #{Jiggler::VERSION} (PostgreSQL store)",
+  "jiggler_aj" => "jiggler #{Jiggler::VERSION} through Active Job (same store)",
+  "good_job" => "GoodJob #{versions["good_job"]}",
+  "solid_queue" => "Solid Queue #{versions["solid_queue"]}"
+}
+puts "#{jobs} noop jobs, concurrency #{concurrency}, #{rounds} rounds, " \
+  "PostgreSQL #{database.exec("SHOW server_version").getvalue(0, 0)}, " \
+  "Rails #{versions["rails"]} for the peers"
+puts "| Round | Processor | Enqueue (s) | Spawn to last (s) | Jobs/s " \
+  "| First to last (s) | Jobs/s after first | RSS at the end (kB) |",
   "|---|---|---|---|---|---|---|---|"
 results = rounds.times.flat_map do |round|
   order = round.even? ? [*OURS, *PEERS] : [*PEERS.reverse, *OURS.reverse]
   order.map do |kind|
     result = run.call(kind)
-    puts format("| %d | %s | %.2f | %.2f | %.0f | %.2f | %.0f | %d |", round + 1, label[kind], result[:enqueue],
-      result[:total], jobs / result[:total], result[:after_first], (jobs - 1) / result[:after_first], result[:rss])
+    puts format(
+      "| %d | %s | %.2f | %.2f | %.0f | %.2f | %.0f | %d |",
+      round + 1,
+      label[kind],
+      result[:enqueue],
+      result[:total],
+      jobs / result[:total],
+      result[:after_first],
+      (jobs - 1) / result[:after_first],
+      result[:rss]
+    )
     result
   end
 end
 
 puts
-rate = ->(kind, key) { results.select { |r| r[:kind] == kind }.map { |r| jobs / r[key] }.sum / rounds }
+rate = ->(kind, key) {
+  results.select { |r| r[:kind] == kind }.map { |r| jobs / r[key] }.sum / rounds
+}
 OURS.product(PEERS).each do |ours, kind|
-  puts format("%s / %s: spawn to last %.2fx, after first %.2fx", label[ours], label[kind],
-    rate.call(ours, :total) / rate.call(kind, :total), rate.call(ours, :after_first) / rate.call(kind, :after_first))
+  puts format(
+    "%s / %s: spawn to last %.2fx, after first %.2fx",
+    label[ours],
+    label[kind],
+    rate.call(ours, :total) / rate.call(kind, :total),
+    rate.call(ours, :after_first) / rate.call(kind, :after_first)
+  )
 end

@@ -19,8 +19,12 @@ json = JSON.generate(data)
 executor = Rails.application.executor
 ways = {
   "execute" => -> { ActiveJob::Base.execute(data) },
-  "executor" => -> { executor.wrap(source: "bench") { ActiveJob::Base.execute(data) } },
-  "fresh" => -> { executor.wrap(source: "bench") { ActiveJob::Base.execute(JSON.parse(json)) } }
+  "executor" => -> {
+    executor.wrap(source: "bench") { ActiveJob::Base.execute(data) }
+  },
+  "fresh" => -> {
+    executor.wrap(source: "bench") { ActiveJob::Base.execute(JSON.parse(json)) }
+  }
 }
 
 def per_job(jobs, way)
@@ -28,11 +32,19 @@ def per_job(jobs, way)
   wall = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
   jobs.times { way.call }
-  [(Process.clock_gettime(Process::CLOCK_MONOTONIC) - wall) * 1e6 / jobs,
-    (Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu) * 1e6 / jobs]
+  [
+    (Process.clock_gettime(Process::CLOCK_MONOTONIC) - wall) * 1e6 / jobs,
+    (Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu) * 1e6 / jobs
+  ]
 end
 
-ways.each_value { |way| per_job([jobs / 10, 100].max, way) } # warm-up: method caches, lazy loads
+# warm-up: method caches, lazy loads
+ways.each_value { |way| per_job([jobs / 10, 100].max, way) }
 rounds = ways.transform_values { [] }
-3.times { ways.each { |name, way| rounds[name] << per_job(jobs, way) } } # alternated, so all see the same load
-puts JSON.generate(rounds.transform_values { |list| {"wall" => list.map(&:first).min, "cpu" => list.map(&:last).min} })
+# alternated, so all see the same load
+3.times { ways.each { |name, way| rounds[name] << per_job(jobs, way) } }
+puts JSON.generate(
+  rounds.transform_values do |list|
+    {"wall" => list.map(&:first).min, "cpu" => list.map(&:last).min}
+  end
+)

@@ -14,7 +14,10 @@ url = URI(ARGV.fetch(0))
 concurrency = Integer(ARGV.fetch(1))
 
 mark = lambda do |name|
-  File.write(File.join(dir, "#{name}.tmp"), Process.clock_gettime(Process::CLOCK_MONOTONIC).to_s)
+  File.write(
+    File.join(dir, "#{name}.tmp"),
+    Process.clock_gettime(Process::CLOCK_MONOTONIC).to_s
+  )
   File.rename(File.join(dir, "#{name}.tmp"), File.join(dir, name))
 end
 

@@ -13,7 +13,10 @@ loop do
   Thread.new(client) do |socket|
     socket.gets("\r\n\r\n")
     sleep 0.2
-    socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\nConnection: close\r\n\r\nHello World!")
+    socket.write(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" \
+        "Content-Length: 12\r\nConnection: close\r\n\r\nHello World!"
+    )
   rescue SystemCallError, IOError
     nil
   ensure

@@ -10,7 +10,8 @@ require "fileutils"
 # Shared helpers of the harness.
 module Bench
   ROOT = File.expand_path("../..", __dir__)
-  OURS_VERSION = File.read(File.join(ROOT, "lib", "jiggler", "version.rb"))[/VERSION = "([^"]+)"/, 1]
+  OURS_VERSION =
+    File.read(File.join(ROOT, "lib", "jiggler", "version.rb"))[/VERSION = "([^"]+)"/, 1]
   STAMP = Time.now.utc.strftime("%Y%m%d-%H%M%S")
 
   module_function
@@ -34,7 +35,9 @@ module Bench
   def wait_until(timeout, what)
     deadline = monotonic + timeout
     until yield
-      raise "timed out after #{timeout} s waiting for #{what}" if monotonic > deadline
+      if monotonic > deadline
+        raise "timed out after #{timeout} s waiting for #{what}"
+      end
       sleep 0.01
     end
   end

@@ -26,8 +26,11 @@ module Bench
       @spawned = Bench.monotonic
       # Several processes share the jobs: they count finished ones in one file (see JobsSource).
       counter = @processor.processes ? {"BENCH_COUNTER" => File.join(@dir, "counter")} : {}
-      @pid = Process.spawn(@processor.env(@env.merge("BENCH_DIR" => @dir).merge(counter)), *@processor.server_command(@jobs_file, @concurrency),
-        out: @log, err: [:child, :out], chdir: @dir, pgroup: true)
+      @pid = Process.spawn(
+        @processor.env(@env.merge("BENCH_DIR" => @dir).merge(counter)),
+        *@processor.server_command(@jobs_file, @concurrency),
+        out: @log, err: [:child, :out], chdir: @dir, pgroup: true
+      )
       self
     end
 
@@ -39,7 +42,10 @@ module Bench
       until File.exist?(path)
         sample_start if File.exist?(File.join(@dir, "started"))
         check_alive
-        raise "#{@processor.label}: timed out after #{timeout} s waiting for #{name}\n#{log_tail}" if Bench.monotonic > deadline
+        if Bench.monotonic > deadline
+          raise "#{@processor.label}: timed out after #{timeout} s " \
+            "waiting for #{name}\n#{log_tail}"
+        end
         sleep POLL
       end
       sample_start
@@ -54,7 +60,9 @@ module Bench
 
     # Resident set size in kB, from /proc/PID/status: with `jiggler -p N`, the supervisor's and its children's added
     # (pages they share copy-on-write count once per process).
-    def rss = pids.sum { |pid| read("/proc/#{pid}/status")[/^VmRSS:\s+(\d+)/, 1].to_i }
+    def rss
+      pids.sum { |pid| read("/proc/#{pid}/status")[/^VmRSS:\s+(\d+)/, 1].to_i }
+    end
 
     # User + system CPU seconds, from /proc/PID/stat (with `jiggler -p N`, of the supervisor and its children).
     def cpu
@@ -82,7 +90,9 @@ module Bench
       @pid = nil
     end
 
-    def log_tail = File.exist?(@log) ? File.readlines(@log).last(15).join : "(no log)"
+    def log_tail
+      File.exist?(@log) ? File.readlines(@log).last(15).join : "(no log)"
+    end
 
     private
 
@@ -92,7 +102,11 @@ module Bench
     end
 
     # The server process and its children (a supervisor's servers).
-    def pids = [@pid] + Dir["/proc/#{@pid}/task/*/children"].flat_map { |path| read(path).split.map(&:to_i) }
+    def pids
+      [@pid] + Dir["/proc/#{@pid}/task/*/children"].flat_map do |path|
+        read(path).split.map(&:to_i)
+      end
+    end
 
     # A child may exit between listing and reading.
     def read(path)

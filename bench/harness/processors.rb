@@ -14,15 +14,29 @@ module Bench
       sidekiq: %(gem "sidekiq", "~> 7.0" # the newest 7.x whose required Ruby version this Ruby meets\n),
       # 0.1.0 allows async ~> 2.3 and async-io ~> 1.34, but newer async dropped what async-io loads (async/wrapper):
       # pin the releases of its time.
-      jiggler010: %(gem "jiggler", "0.1.0"\ngem "async", "~> 2.3.0"\ngem "async-io", "~> 1.34.0"\ngem "async-pool", "~> 0.3.0"\ngem "debug", ">= 1.0" # its cli.rb requires "debug"\n),
+      jiggler010: <<~GEMFILE,
+        gem "jiggler", "0.1.0"
+        gem "async", "~> 2.3.0"
+        gem "async-io", "~> 1.34.0"
+        gem "async-pool", "~> 0.3.0"
+        gem "debug", ">= 1.0" # its cli.rb requires "debug"
+      GEMFILE
       profile: %(gemspec path: #{ROOT.dump}\ngem "stackprof", "~> 0.2"\n),
-      # GoodJob and Solid Queue on Rails 7.2 (Rails 8 needs Ruby 3.2), for the postgres workload (bench/postgres_peers.rb).
-      # Ours too (our gemspec), for our Active Job adapter in the same Rails app.
-      pgpeers: %(gem "rails", "~> 7.2.0"\ngem "pg", "~> 1.5"\ngem "good_job", "~> 4.0"\ngem "solid_queue", "~> 1.0"\ngemspec path: #{ROOT.dump}\n),
+      # GoodJob and Solid Queue on Rails 7.2 (Rails 8 needs Ruby 3.2), for the postgres workload
+      # (bench/postgres_peers.rb). Ours too (our gemspec), for our Active Job adapter in the same Rails app.
+      pgpeers: <<~GEMFILE,
+        gem "rails", "~> 7.2.0"
+        gem "pg", "~> 1.5"
+        gem "good_job", "~> 4.0"
+        gem "solid_queue", "~> 1.0"
+        gemspec path: #{ROOT.dump}
+      GEMFILE
       # The Rails 7.2 test bundle plus stackprof, for `--profile --workloads activejob`.
-      profile_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n),
+      profile_rails:
+        %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "stackprof", "~> 0.2"\n),
       # The same Rails 7.2 bundle plus Sidekiq 7.x, for Sidekiq's own Active Job adapter in the activejob workload.
-      sidekiq_rails: %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "sidekiq", "~> 7.0"\n)
+      sidekiq_rails:
+        %(eval_gemfile #{File.join(ROOT, "gemfiles", "rails_7_2.gemfile").dump}\ngem "sidekiq", "~> 7.0"\n)
     }.freeze
     # The Rails app the activejob workload's servers load, and its bundle.
     RAILS_APP = File.join(ROOT, "bench", "rails_app")
@@ -32,7 +46,8 @@ module Bench
 
     attr_reader :kind, :mode, :processes
 
-    # @parameter kind [Symbol] :ours, :sidekiq, :jiggler010, :bare, or :rails and :sidekiq_rails (inside bench/rails_app).
+    # @parameter kind [Symbol] :ours, :sidekiq, :jiggler010, :bare, or :rails and :sidekiq_rails
+    #   (inside bench/rails_app).
     # @parameter mode [String | Nil] jiggler 0.1.0's delivery mode ("at_least_once" or "at_most_once").
     # @parameter processes [Integer | Nil] ours only: `jiggler -p N` (nil: no -p flag, one process).
     def initialize(kind, mode: nil, processes: nil)
@@ -54,7 +69,8 @@ module Bench
 
     def ours? = @kind == :ours
 
-    # Ours (:rails) or Sidekiq (:sidekiq_rails) inside bench/rails_app, on the Rails 7.2 bundle (the activejob workload).
+    # Ours (:rails) or Sidekiq (:sidekiq_rails) inside bench/rails_app, on the Rails 7.2 bundle
+    # (the activejob workload).
     def rails? = @kind == :rails || @kind == :sidekiq_rails
 
     def bare? = @kind == :bare
@@ -62,7 +78,8 @@ module Bench
     # Whether the isolated bundle is installed (no network: `bundle check` only reads the lockfile and gems).
     def installed?
       return true if ours? || bare? || @kind == :rails
-      File.exist?(lockfile) && system(bundle_env, "bundle", "check", out: File::NULL, err: File::NULL)
+      File.exist?(lockfile) &&
+        system(bundle_env, "bundle", "check", out: File::NULL, err: File::NULL)
     end
 
     # Installs the isolated bundle.
@@ -77,7 +94,11 @@ module Bench
       FileUtils.mkdir_p(dir)
       File.write(File.join(dir, "Gemfile"), gemfile(key))
       # Without the caller's own bundle (`bundle exec ruby bench/postgres_peers.rb` sets RUBYOPT=-rbundler/setup).
-      system(unleaked_env.merge(bundle_env_for(key)), "bundle", "install", "--quiet", out: log, err: log)
+      system(
+        unleaked_env.merge(bundle_env_for(key)),
+        "bundle", "install", "--quiet",
+        out: log, err: log
+      )
     end
 
     # Unsets the variables of the harness's own environment that must not reach a processor (LEAKY).
@@ -92,13 +113,36 @@ module Bench
     def server_command(jobs_file, concurrency)
       case @kind
       when :ours
-        [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s,
-          *(["-p", @processes.to_s] if @processes)]
-      when :bare then [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "bare_loop.rb"), jobs_file, concurrency.to_s]
-      when :rails then [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"), "-r", RAILS_APP, "-c", concurrency.to_s]
-      when :sidekiq then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", jobs_file, "-c", concurrency.to_s, "-q", "default"]
-      when :sidekiq_rails then [RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"), "-r", RAILS_APP, "-c", concurrency.to_s, "-q", "default"]
-      else [RbConfig.ruby, "-rbundler/setup", executable("jiggler", "jiggler"), "-r", jobs_file, "-c", concurrency.to_s]
+        [
+          RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"),
+          "-r", jobs_file, "-c", concurrency.to_s,
+          *(["-p", @processes.to_s] if @processes)
+        ]
+      when :bare
+        [
+          RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "bare_loop.rb"),
+          jobs_file, concurrency.to_s
+        ]
+      when :rails
+        [
+          RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe", "jiggler"),
+          "-r", RAILS_APP, "-c", concurrency.to_s
+        ]
+      when :sidekiq
+        [
+          RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"),
+          "-r", jobs_file, "-c", concurrency.to_s, "-q", "default"
+        ]
+      when :sidekiq_rails
+        [
+          RbConfig.ruby, "-rbundler/setup", executable("sidekiq", "sidekiq"),
+          "-r", RAILS_APP, "-c", concurrency.to_s, "-q", "default"
+        ]
+      else
+        [
+          RbConfig.ruby, "-rbundler/setup", executable("jiggler", "jiggler"),
+          "-r", jobs_file, "-c", concurrency.to_s
+        ]
       end
     end
 
@@ -106,32 +150,52 @@ module Bench
     # (In the Rails app, the agent loads the app, whose initializer loads the jobs file.)
     def agent_command(jobs_file, *args)
       loaded = rails? ? File.join(RAILS_APP, "config", "environment.rb") : jobs_file
-      [RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "agent.rb"), loaded, *args.map(&:to_s)]
+      [
+        RbConfig.ruby, "-rbundler/setup", File.join(__dir__, "agent.rb"),
+        loaded, *args.map(&:to_s)
+      ]
     end
 
     def bundle_env
       return {"BUNDLE_GEMFILE" => File.join(ROOT, "Gemfile")} if ours? || bare?
-      return {"BUNDLE_GEMFILE" => RAILS_GEMFILE, "RAILS_ENV" => "production"} if @kind == :rails
+      if @kind == :rails
+        return {"BUNDLE_GEMFILE" => RAILS_GEMFILE, "RAILS_ENV" => "production"}
+      end
       # bench/rails_app reads BENCH_QUEUE_ADAPTER: Sidekiq's adapter instead of ours.
-      return self.class.bundle_env_for(:sidekiq_rails).merge("RAILS_ENV" => "production", "BENCH_QUEUE_ADAPTER" => "sidekiq") if @kind == :sidekiq_rails
+      if @kind == :sidekiq_rails
+        return self.class.bundle_env_for(:sidekiq_rails).merge(
+          "RAILS_ENV" => "production",
+          "BENCH_QUEUE_ADAPTER" => "sidekiq"
+        )
+      end
       self.class.bundle_env_for(bundle_key)
     end
 
     def self.bundle_env_for(key)
       dir = File.join(BUNDLES, key.to_s)
-      # The Rails bundle's gems are installed already: only stackprof or Sidekiq is added (no private copy of Rails to build).
-      return {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")} if key == :profile_rails || key == :sidekiq_rails
-      {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "BUNDLE_PATH" => File.join(dir, "gems"), "BUNDLE_APP_CONFIG" => File.join(dir, ".bundle")}
+      # The Rails bundle's gems are installed already: only stackprof or Sidekiq is added
+      # (no private copy of Rails to build).
+      if key == :profile_rails || key == :sidekiq_rails
+        return {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")}
+      end
+      {
+        "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"),
+        "BUNDLE_PATH" => File.join(dir, "gems"),
+        "BUNDLE_APP_CONFIG" => File.join(dir, ".bundle")
+      }
     end
 
     def self.lockfile(key) = File.join(BUNDLES, key.to_s, "Gemfile.lock")
 
-    def self.gemfile(key) = %(source "https://rubygems.org"\n\n#{GEMFILES.fetch(key)})
+    def self.gemfile(key)
+      %(source "https://rubygems.org"\n\n#{GEMFILES.fetch(key)})
+    end
 
     # Whether the isolated bundle is installed from the Gemfile it has now.
     def self.bundle_current?(key)
       path = File.join(BUNDLES, key.to_s, "Gemfile")
-      File.exist?(lockfile(key)) && File.exist?(path) && File.read(path) == gemfile(key)
+      File.exist?(lockfile(key)) && File.exist?(path) &&
+        File.read(path) == gemfile(key)
     end
 
     private
@@ -148,7 +212,14 @@ module Bench
 
     def executable(gem, name)
       @executables ||= {}
-      @executables[name] ||= IO.popen(env, [RbConfig.ruby, "-rbundler/setup", "-e", "print Gem.bin_path(#{gem.dump}, #{name.dump})"], &:read)
+      @executables[name] ||= IO.popen(
+        env,
+        [
+          RbConfig.ruby, "-rbundler/setup", "-e",
+          "print Gem.bin_path(#{gem.dump}, #{name.dump})"
+        ],
+        &:read
+      )
     end
   end
 end

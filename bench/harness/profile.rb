@@ -4,13 +4,15 @@
 # exe/jiggler does it), sampled in CPU mode from start to the last job finished. Run by `bin/bench --profile`, in the
 # isolated tmp/bench-bundles/profile bundle (our gemspec plus stackprof), with REDIS_URL, BENCH_DIR and BENCH_JOBS set.
 #
-#   ruby -rbundler/setup bench/harness/profile.rb JOBS_FILE [CONCURRENCY [JOB_CLASS ARGS_JSON]]  # default BenchNoopJob []
+#   # default BenchNoopJob []
+#   ruby -rbundler/setup bench/harness/profile.rb JOBS_FILE [CONCURRENCY [JOB_CLASS ARGS_JSON]]
 #
 # With `--workloads activejob`, JOBS_FILE is bench/rails_app/config/environment.rb (in the profile_rails bundle:
 # the Rails 7.2 test bundle plus stackprof) and JOB_CLASS BenchNoopActiveJob (BENCH_PROFILE_JOB=BenchNoopJob for the
 # native noop in the same app).
 require "stackprof"
-require File.expand_path(ARGV.fetch(0)) # first: a Rails app must load Rails before jiggler, for its railtie
+# first: a Rails app must load Rails before jiggler, for its railtie
+require File.expand_path(ARGV.fetch(0))
 require "jiggler"
 require "jiggler/server/launcher"
 
@@ -36,10 +38,20 @@ profile = StackProf.run(mode: :cpu, interval: 50, raw: true) do
 end
 seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
 cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
-puts format("%d %s jobs, concurrency %d: %.2f s (%.0f jobs/s), %.1f µs of CPU per job (this process; Redis not counted)",
-  jobs, job, concurrency, seconds, jobs / seconds, cpu * 1e6 / jobs)
+puts format(
+  "%d %s jobs, concurrency %d: %.2f s (%.0f jobs/s), " \
+    "%.1f µs of CPU per job (this process; Redis not counted)",
+  jobs, job, concurrency, seconds, jobs / seconds, cpu * 1e6 / jobs
+)
 gc = GC.stat
-puts format("GC: %d runs (%d major), %d ms", gc[:count] - gc_before[:count], gc[:major_gc_count] - gc_before[:major_gc_count],
-  gc.fetch(:time, 0) - gc_before.fetch(:time, 0))
-File.binwrite(File.join(ENV.fetch("BENCH_DIR"), "stackprof-noop.dump"), Marshal.dump(profile))
+puts format(
+  "GC: %d runs (%d major), %d ms",
+  gc[:count] - gc_before[:count],
+  gc[:major_gc_count] - gc_before[:major_gc_count],
+  gc.fetch(:time, 0) - gc_before.fetch(:time, 0)
+)
+File.binwrite(
+  File.join(ENV.fetch("BENCH_DIR"), "stackprof-noop.dump"),
+  Marshal.dump(profile)
+)
 StackProf::Report.new(profile).print_text(false, 30)

@@ -18,9 +18,19 @@ module Bench
     def url = "redis://127.0.0.1:#{@port}/0"
 
     def start
-      @pid = Process.spawn("redis-server", "--port", @port.to_s, "--bind", "127.0.0.1", "--dir", @dir, "--save", "",
-        "--appendonly", "no", "--loglevel", "warning", out: File::NULL, err: File::NULL)
-      Bench.wait_until(10, "redis-server on port #{@port}") { Bench.listening?(@port) }
+      @pid = Process.spawn(
+        "redis-server",
+        "--port", @port.to_s,
+        "--bind", "127.0.0.1",
+        "--dir", @dir,
+        "--save", "",
+        "--appendonly", "no",
+        "--loglevel", "warning",
+        out: File::NULL, err: File::NULL
+      )
+      Bench.wait_until(10, "redis-server on port #{@port}") do
+        Bench.listening?(@port)
+      end
       @version = info("server")[/redis_version:(\S+)/, 1]
       self
     end
@@ -38,7 +48,10 @@ module Bench
     # Runs one command and returns its reply (strings, integers, arrays).
     def call(*args)
       socket = (@socket ||= TCPSocket.new("127.0.0.1", @port))
-      socket.write("*#{args.size}\r\n" + args.map { |arg| "$#{arg.to_s.bytesize}\r\n#{arg}\r\n" }.join)
+      socket.write(
+        "*#{args.size}\r\n" +
+          args.map { |arg| "$#{arg.to_s.bytesize}\r\n#{arg}\r\n" }.join
+      )
       read_reply(socket)
     end
 

@@ -28,13 +28,16 @@ class PeerApp < Rails::Application
   config.root = __dir__
   config.secret_key_base = "bench"
   config.logger = Logger.new($stderr)
-  config.log_level = :warn # Rails gives its logger this level, whatever the logger had
+  # Rails gives its logger this level, whatever the logger had.
+  config.log_level = :warn
   config.active_record.logger = nil
   config.active_job.queue_adapter = KIND.to_sym
   # jiggler runs jobs on fibers: each job its own Active Record connection (what `jiggler:install` writes).
   config.active_support.isolation_level = :fiber if KIND == "jiggler"
   config.active_job.logger = Logger.new(nil) if config.respond_to?(:active_job)
-  config.solid_queue.logger = Logger.new($stderr, level: :warn) if KIND == "solid_queue"
+  if KIND == "solid_queue"
+    config.solid_queue.logger = Logger.new($stderr, level: :warn)
+  end
   if KIND == "good_job"
     config.good_job.execution_mode = :external
     config.good_job.enable_cron = false
@@ -65,17 +68,34 @@ when "setup"
       "/lib/generators/solid_queue/install/templates/db/queue_schema.rb"
   end
 when "enqueue"
-  ARGV[2].to_i.times.each_slice(1000) { |slice| ActiveJob.perform_all_later(slice.map { NoopJob.new }) }
+  ARGV[2].to_i.times.each_slice(1000) do |slice|
+    ActiveJob.perform_all_later(slice.map { NoopJob.new })
+  end
 when "work"
   threads = ARGV[2].to_i
   if KIND == "jiggler"
-    exec({"PEER_KIND" => "jiggler"}, RbConfig.ruby, Gem.bin_path("jiggler", "jiggler"), "-r", __FILE__, "-c", threads.to_s)
+    exec(
+      {"PEER_KIND" => "jiggler"},
+      RbConfig.ruby,
+      Gem.bin_path("jiggler", "jiggler"),
+      "-r", __FILE__,
+      "-c", threads.to_s
+    )
   elsif KIND == "good_job"
-    GoodJob.configuration.options.merge!(threads: threads, queues: "*", poll_interval: 1)
+    GoodJob.configuration.options.merge!(
+      threads: threads,
+      queues: "*",
+      poll_interval: 1
+    )
     GoodJob.capsule.start
     sleep
   else
-    SolidQueue::Supervisor.start(only_work: true, skip_recurring: true,
-      workers: [{queues: "*", threads: threads, processes: 1, polling_interval: 0.1}])
+    SolidQueue::Supervisor.start(
+      only_work: true,
+      skip_recurring: true,
+      workers: [
+        {queues: "*", threads: threads, processes: 1, polling_interval: 0.1}
+      ]
+    )
   end
 end

@@ -5,11 +5,16 @@
 # BENCH_JOBS_FILE is the harness's jobs file (BenchDone, BenchNoopJob).
 require "rails"
 require "active_job/railtie"
-require "action_controller/railtie" # eager loading loads Rails::HealthController
+# Eager loading loads Rails::HealthController.
+require "action_controller/railtie"
 
 BENCH_QUEUE_ADAPTER = ENV.fetch("BENCH_QUEUE_ADAPTER", "jiggler")
-raise "BENCH_QUEUE_ADAPTER is jiggler or sidekiq, not #{BENCH_QUEUE_ADAPTER.inspect}" unless %w[jiggler sidekiq].include?(BENCH_QUEUE_ADAPTER)
-require BENCH_QUEUE_ADAPTER # "jiggler" or "sidekiq": each loads its railtie, and Sidekiq its own Active Job adapter
+unless %w[jiggler sidekiq].include?(BENCH_QUEUE_ADAPTER)
+  raise "BENCH_QUEUE_ADAPTER is jiggler or sidekiq, " \
+    "not #{BENCH_QUEUE_ADAPTER.inspect}"
+end
+# "jiggler" or "sidekiq": each loads its railtie, and Sidekiq its own Active Job adapter
+require BENCH_QUEUE_ADAPTER
 
 module BenchApp
   class Application < Rails::Application
@@ -22,6 +27,7 @@ module BenchApp
     config.log_level = :warn
     config.active_job.queue_adapter = BENCH_QUEUE_ADAPTER.to_sym
     # Each as its docs set it: jiggler runs jobs on fibers (and checks this), Sidekiq on threads (Rails' default).
-    config.active_support.isolation_level = (BENCH_QUEUE_ADAPTER == "jiggler") ? :fiber : :thread
+    config.active_support.isolation_level =
+      (BENCH_QUEUE_ADAPTER == "jiggler") ? :fiber : :thread
   end
 end
