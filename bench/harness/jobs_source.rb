@@ -76,7 +76,9 @@ module Bench
             end
           end
 
-          def self.one(klass, args) = (klass < ActiveJob::Base) ? klass.perform_later(*args) : klass.perform_async(*args)
+          def self.one(klass, args)
+            (klass < ActiveJob::Base) ? klass.perform_later(*args) : klass.perform_async(*args)
+          end
         end
       RUBY
     }.freeze
