@@ -18,6 +18,7 @@ module Jiggler
   class Web
     # Where the store is found in the Rack environment.
     STORE = "jiggler.store"
+    CLIENT_MIDDLEWARE = "jiggler.client_middleware"
     UNSAFE_METHODS = %w[POST PUT PATCH DELETE].freeze
     ROUTER = Routes.draw
     # What rack raises for a request it will not parse: a form too large, too deep or with too many fields, or
@@ -32,8 +33,11 @@ module Jiggler
 
     # @parameter store [Store::Redis | Store::SQLite | Nil] the store to show; nil means `Jiggler.store`, looked up on
     #   each request so that configuring jiggler after the app was built still counts.
-    def initialize(store: nil)
+    # @parameter client_middleware [Middleware::Chain | Nil] what a job enqueued from the dashboard passes through;
+    #   nil means `Jiggler.config`'s, looked up on each request like the store.
+    def initialize(store: nil, client_middleware: nil)
       @store = store
+      @client_middleware = client_middleware
     end
 
     # Answers one request.
@@ -41,6 +45,7 @@ module Jiggler
     # @returns [Array] status, headers and body.
     def call(env)
       env[STORE] = @store || Jiggler.store
+      env[CLIENT_MIDDLEWARE] = @client_middleware || Jiggler.config.client_middleware
       route, params = ROUTER.match(
         env[::Rack::REQUEST_METHOD],
         env[::Rack::PATH_INFO].to_s.then { |path| path.empty? ? "/" : path }

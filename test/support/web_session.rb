@@ -14,7 +14,8 @@ module WebSession
 
   HOSTILE = "<script>alert(1)</script>"
 
-  def app = Rack::Lint.new(Jiggler::Web.new(store: web_store))
+  # The dashboard under test; a test may build its own as @app.
+  def app = @app || Rack::Lint.new(Jiggler::Web.new(store: web_store))
 
   # The store the app shows; the Redis store of the test's namespace unless a test says otherwise.
   def web_store = Jiggler.store

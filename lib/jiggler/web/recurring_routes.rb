@@ -32,7 +32,7 @@ module Jiggler
             store,
             row.settings,
             nil,
-            middleware: Jiggler.config.client_middleware
+            middleware: env[CLIENT_MIDDLEWARE]
           )
           if pushed.nil?
             halt(

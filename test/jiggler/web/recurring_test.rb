@@ -75,6 +75,21 @@ describe "Jiggler::Web recurring page" do
       Jiggler::Payload.load(web_store.queue_entries("ticks").first)["tag"]
   end
 
+  # A dashboard mounted with a chain of its own uses it rather than Jiggler.config's.
+  it "runs a task now through the client middleware the app was built with" do
+    RecurringWebTest::SEEN.clear
+    chain = Jiggler::Middleware::Chain.new
+    chain.add(RecurringWebTest::Tag)
+    @app = Rack::Lint.new(
+      Jiggler::Web.new(store: web_store, client_middleware: chain)
+    )
+    save("hourly", {"schedule" => "0 * * * *", "args" => [7]})
+    post_form "/recurring/hourly/run", from: "/recurring"
+    assert_redirected_to "/recurring"
+    assert_equal [["TickJob", "ticks"]], RecurringWebTest::SEEN
+    assert_predicate Jiggler.config.client_middleware, :empty?
+  end
+
   it "runs a task now with the limits and the unique lock the server stored, " \
     "and says so when the lock is taken" do
     limits = {
