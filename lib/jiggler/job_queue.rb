@@ -25,6 +25,11 @@ module Jiggler
     # Raised when the file cannot be opened as a JobQueue file (SQLiteFile::OpenError).
     OpenError = SQLiteFile::OpenError
 
+    # JobQueue's connection: its jobs' logs are kept as the SQLite store keeps its history (SQLiteFile::Events).
+    class Database < SQLiteFile::Connection
+      include SQLiteFile::Events
+    end
+
     # A job as read back: id, state, payload (parsed), events (oldest first, each [epoch seconds, event]) and when it
     # was last modified (a Time).
     Job = Struct.new(:id, :state, :payload, :events, :modified)
@@ -53,7 +58,9 @@ module Jiggler
     #   is refused), or is from a newer version.
     def initialize(path, synchronous: "normal")
       @path = path.to_s
-      @db = SQLiteFile.open(@path, SCHEMA, synchronous: synchronous)
+      @db = SQLiteFile.open(
+        @path, SCHEMA, synchronous: synchronous, connection: Database
+      )
     end
 
     # Adds a job, logging its creation.
@@ -72,7 +79,7 @@ module Jiggler
           [stored, json, now]
         )
         @db.last_insert_row_id.tap do |new_id|
-          add_event(new_id, event, at: now)
+          @db.add_event(new_id, event, at: now)
         end
       end
       Job.new(
@@ -150,20 +157,13 @@ module Jiggler
           [now, id]
         )
         next unless payload
-        add_event(id, event, at: now)
+        @db.add_event(id, event, at: now)
         job_as_now(id, State.load(state, type), payload, now)
       end
     end
 
     # A job's events, oldest first. @returns [Array([Float, Object])] empty for an unknown id.
-    def events(id)
-      @db.execute(
-        "SELECT at, event FROM events WHERE job_id = ? ORDER BY id",
-        [id]
-      ).map do |at, event|
-        [at, JSON_CODER.load(event)]
-      end
-    end
+    def events(id) = @db.events(id)
 
     # Deletes a job and its events. @returns [Boolean] whether it existed.
     def delete(id)
@@ -187,14 +187,6 @@ module Jiggler
 
     private
 
-    # Records an event inside the caller's transaction.
-    def add_event(id, event, at:)
-      @db.execute(
-        "INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)",
-        [id, at, dump(event)]
-      )
-    end
-
     # Sets a job's state and modified time and logs the change, inside the caller's transaction.
     # @parameter condition [String] more SQL the job must match, with `?` for each of `values`.
     # @returns [Job | Nil] the job as it is now; nil when no job changed.
@@ -207,7 +199,7 @@ module Jiggler
       )
       return unless payload
       state = state_value(stored)
-      add_event(
+      @db.add_event(
         id,
         {"type" => "job_state_advanced", "old" => old, "new" => state},
         at: now

@@ -6,6 +6,7 @@ require "sqlite3"
 require_relative "error"
 require_relative "sqlite_file/connection"
 require_relative "sqlite_file/schema"
+require_relative "sqlite_file/events"
 
 module Jiggler
   # What the two kinds of jiggler SQLite file share, whatever their tables: a connection that keeps its prepared

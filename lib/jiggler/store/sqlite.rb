@@ -137,7 +137,10 @@ module Jiggler
       def write
         @lock.synchronize do
           outermost = !database.transaction_active?
-          result = database.write { yield database }
+          # Taken at once, so that two writers never deadlock; a nested write joins the outer one.
+          result = outermost ?
+            database.transaction(:immediate) { yield database } :
+            yield(database)
           # once committed: a waiter that looks sooner sees nothing new
           ring_if_announced if outermost
           result
