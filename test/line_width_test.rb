@@ -2,7 +2,7 @@
 
 require "test_helper"
 
-# Lines a reader takes in at a glance. The linter (.standard_width.yml) refuses any line over 120 columns; this holds
+# Lines a reader takes in at a glance. The linter (.line_width.yml) refuses any line over 120 columns; this holds
 # the code lines of lib/ and test/ (not blank, not comments) to 80 columns for nine in ten, so a wide line stays the
 # exception that a long literal or message needs.
 describe "line width" do

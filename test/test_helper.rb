@@ -28,7 +28,13 @@ module JigglerTest
     @servers = []
   end
 
+  # A failed test shows what each server it started logged.
   def teardown
+    unless passed?
+      @servers.each do |server|
+        warn("--- server #{server.pid} log:\n#{server.log}")
+      end
+    end
     @servers.each(&:kill)
     super
   end

@@ -15,11 +15,6 @@ describe "jiggler CLI" do
 
   before { @tmp = Dir.mktmpdir("jiggler-cli-test") }
   after do
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
     FileUtils.rm_rf(@tmp)
   end
 

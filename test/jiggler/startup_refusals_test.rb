@@ -19,9 +19,6 @@ describe "jiggler and jiggler web refusing to start" do
   end
 
   after do
-    unless passed?
-      @servers.each { |server| warn("--- #{server.pid} log:\n#{server.log}") }
-    end
     @servers.each(&:kill)
     stop_password_redis
     FileUtils.rm_rf(@tmp)

@@ -82,6 +82,12 @@ module TestingTest
     def perform = raise("broken step")
   end
 
+  # What `flow` runs, in order, once every step has run.
+  FLOW_RUNS = [
+    [:part, 1], [:part, 2], [:part, 3], [:merge, 60],
+    [:notify, "report"], [:notify, "done"]
+  ].freeze
+
   # parts (1, 2, 3) -> merge -> "report"; on_success "done".
   def self.flow
     flow = Jiggler::Workflow.new
@@ -230,17 +236,7 @@ describe Jiggler::Testing do
     assert_equal [merge], TestingTest::Merge.jobs.map { |job| job["jid"] }
     assert_equal "merges", TestingTest::Merge.jobs.first["queue"]
     assert_equal 3, Jiggler::Testing.drain_all
-    assert_equal(
-      [
-        [:part, 1],
-        [:part, 2],
-        [:part, 3],
-        [:merge, 60],
-        [:notify, "report"],
-        [:notify, "done"]
-      ],
-      TestingTest::RUNS
-    )
+    assert_equal TestingTest::FLOW_RUNS, TestingTest::RUNS
     assert_equal ["done"], Jiggler::Testing.workflow_steps(flow.id).values.uniq
     assert_equal parts.size + 3, Jiggler::Testing.workflow_steps(flow.id).size
   end
@@ -276,17 +272,7 @@ describe Jiggler::Testing do
     "in dependency order, with their dependencies' results" do
     flow, = TestingTest.flow
     Jiggler::Testing.inline! { flow.start }
-    assert_equal(
-      [
-        [:part, 1],
-        [:part, 2],
-        [:part, 3],
-        [:merge, 60],
-        [:notify, "report"],
-        [:notify, "done"]
-      ],
-      TestingTest::RUNS
-    )
+    assert_equal TestingTest::FLOW_RUNS, TestingTest::RUNS
     assert_empty Jiggler::Testing.jobs
     assert_empty store.queue_sizes
   end

@@ -19,11 +19,6 @@ module FlowServers
   end
 
   def teardown
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
     @servers.each(&:kill)
     @sqlite&.close
     FileUtils.rm_rf(@dir)

@@ -260,13 +260,6 @@ module AdminCommandSpecs
     end
   end
 
-  def teardown
-    unless passed?
-      @servers.each { |server| warn("--- #{server.pid} log:\n#{server.log}") }
-    end
-    super
-  end
-
   # A payload as the client writes it.
   def payload(queue: "default", name: "RecordJob")
     Jiggler::Payload.dump({

@@ -9,11 +9,6 @@ require "fileutils"
 describe "jiggler server" do
   before { @tmp = Dir.mktmpdir("jiggler-server-test") }
   after do
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
     FileUtils.rm_rf(@tmp)
   end
 

@@ -11,11 +11,6 @@ require "jiggler/web"
 describe "live running jobs" do
   before { @tmp = Dir.mktmpdir("jiggler-live-busy") }
   after do
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
     FileUtils.rm_rf(@tmp)
   end
 

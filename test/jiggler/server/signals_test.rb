@@ -5,14 +5,6 @@ require "json"
 
 # End-to-end tests of how a running server answers TERM, TSTP and a second TERM.
 describe "jiggler server signals" do
-  after do
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
-  end
-
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   def queue_entries(queue = "default")

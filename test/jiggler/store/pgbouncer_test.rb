@@ -89,11 +89,6 @@ describe "a jiggler server behind PgBouncer (transaction mode)" do
   before { @servers = [] }
 
   after do
-    unless passed?
-      @servers.each do |server|
-        warn("--- server #{server.pid} log:\n#{server.log}")
-      end
-    end
     @servers.each(&:kill)
     @client_store&.close
     PostgresServer.instance.drop_schema(@namespace)
