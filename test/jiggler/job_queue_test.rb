@@ -348,8 +348,10 @@ describe Jiggler::JobQueue do
       ddl = /\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b|PRAGMA\s+user_version\s*=/i
       files = Dir[File.join(lib, "**", "*.{rb,lua,sql}")]
         .select { |file| ddl.match?(File.read(file)) }
-      # sqlite_file/schema.rb runs the SQLite files' migrations and sets their version.
+      # sqlite_file/schema.rb runs the SQLite files' migrations and sets their version; job_queue/former_file.rb
+      # converts JobQueue's files from before it had a mark of its own.
       schemas = %w[
+        job_queue/former_file.rb
         job_queue/schema.rb
         sqlite_file/schema.rb
         store/postgres/schema.rb
@@ -393,21 +395,85 @@ describe Jiggler::JobQueue do
       store&.close
     end
 
-    # Until JobQueue took files of its own, it shared the store's (schema 3: JobQueue's rows have no queue).
-    it "refuses a store file from before, " \
-      "with JobQueue rows in it, unchanged" do
+    # Until JobQueue had a mark of its own, its files had the store's: `version` of the store's schema, with
+    # `rows` in its jobs table (JobQueue's have neither a queue nor a run time) and `events`.
+    def former_file(version, rows, events)
       db = SQLite3::Database.new(path)
-      (1..3).each do |step|
-        db.execute_batch(Jiggler::Store::SQLite::SCHEMA.migrations.fetch(step))
+      schema = Jiggler::Store::SQLite::SCHEMA
+      (1..version).each do |step|
+        db.execute_batch(schema.migrations.fetch(step))
       end
-      db.execute(
-        "PRAGMA application_id = " \
-        "#{Jiggler::Store::SQLite::SCHEMA.application_id}"
+      db.execute("PRAGMA application_id = #{schema.application_id}")
+      db.execute("PRAGMA user_version = #{version}")
+      rows.each do |row|
+        db.execute(
+          "INSERT INTO jobs (#{row.keys.join(", ")}) " \
+          "VALUES (#{(["?"] * row.size).join(", ")})",
+          row.values
+        )
+      end
+      events.each do |id, at, event|
+        db.execute(
+          "INSERT INTO events (job_id, at, event) VALUES (?, ?, ?)",
+          [id, at, JSON.generate(event)]
+        )
+      end
+      db.close
+    end
+
+    it "takes over a JobQueue file of schema 3, its jobs and events " \
+      "as they were, ordered by their last event" do
+      former_file(
+        3,
+        [
+          {id: 1, state: "new", payload: '{"n":1}'},
+          {id: 2, state: "new", payload: '{"n":2}'}
+        ],
+        [[1, 2000.0, "late"], [2, 1000.0, "early"]]
       )
-      db.execute("PRAGMA user_version = 3")
-      db.execute(
-        "INSERT INTO jobs (id, state, payload) VALUES (1, 'new', '{\"n\":1}')"
+      job = queue.get(1)
+      assert_equal ["new", {"n" => 1}, ["late"]],
+        [job.state, job.payload, job.events.map(&:last)]
+      assert_equal Time.at(2000.0), job.modified
+      assert_equal 2, queue.poll({state: "new"}, "taken").id,
+        "least recently modified first"
+      assert_equal Jiggler::JobQueue::SCHEMA.application_id,
+        pragma(queue.db, "application_id")
+      assert_equal [["events"], ["jobs"]], queue.db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' " \
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name"
       )
+      assert_equal 3, queue.create({"n" => 3}, "new").id, "ids go on"
+    end
+
+    it "takes over a JobQueue file of schema 11, states of any JSON kept" do
+      state = SQLite3::Blob.new('["fetching",1]')
+      former_file(
+        11,
+        [{id: 7, state: state, payload: "{}", modified: 1500.0}],
+        [[7, 1400.0, {"type" => "job_created", "state" => "new"}]]
+      )
+      job = queue.get(7)
+      assert_equal [["fetching", 1], Time.at(1500.0)], [job.state, job.modified]
+      assert_equal 7, queue.cas_state(7, ["fetching", 1], "done").id
+    end
+
+    it "refuses a file of then that holds the store's jobs, unchanged" do
+      former_file(
+        3,
+        [
+          {id: 1, state: "new", payload: "{}"},
+          {id: 2, state: "queued", queue: "default", run_at: 1.0, payload: "{}"}
+        ],
+        []
+      )
+      assert_refused(path, /is the SQLite store's database/)
+    end
+
+    it "refuses a file of then that holds the store's other data, unchanged" do
+      former_file(3, [{id: 1, state: "new", payload: "{}"}], [])
+      db = SQLite3::Database.new(path)
+      db.execute("INSERT INTO counters (name, value) VALUES ('processed', 5)")
       db.close
       assert_refused(path, /is the SQLite store's database/)
     end

@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
 require_relative "../sqlite_file"
+require_relative "former_file"
 
 module Jiggler
   class JobQueue
     # JobQueue's tables, by version, in a file of its own ("JOBQ"): the SQLite store's file is refused, and the
-    # store refuses this one (SQLiteFile::Schema). A job's state is any JSON value (State); `modified` orders `poll`.
+    # store refuses this one (SQLiteFile::Schema). A JobQueue file from before it had its own mark is converted
+    # (FormerFile). A job's state is any JSON value (State); `modified` orders `poll`.
     SCHEMA = SQLiteFile::Schema.new(SQLiteFile::Schema::JOB_QUEUE, {
       1 => <<~SQL
         CREATE TABLE jobs (
@@ -24,6 +26,6 @@ module Jiggler
         );
         CREATE INDEX events_by_job ON events (job_id, id);
       SQL
-    }.freeze)
+    }.freeze, adopt: FormerFile)
   end
 end
