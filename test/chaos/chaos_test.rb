@@ -22,7 +22,7 @@ StoreTarget.describe_each("jiggler under chaos") do
     @started = Chaos.now
     @seed = Integer(ENV.fetch("CHAOS_SEED") { rand(100_000).to_s })
     @rng = Random.new(@seed)
-    @jobs = Chaos::JOBS.fetch(target_name)
+    @jobs = Chaos::JOBS
     @store = Chaos::STORES.fetch(target_name).new(@namespace)
     @dir = Dir.mktmpdir("jiggler-chaos")
     @records = Chaos::Records.new(File.join(@dir, "records.txt"))
