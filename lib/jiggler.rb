@@ -146,7 +146,16 @@ module Jiggler
   private_constant :ClientSettings
 end
 
-require_relative "jiggler/rails/railtie" if defined?(Rails::Railtie)
+if defined?(Rails::Railtie)
+  require_relative "jiggler/rails/railtie"
+elsif Gem.loaded_specs.key?("railties")
+  # Rails loads after jiggler (`jiggler -r` loads jiggler before the app's files, and a one-file app may require
+  # rails after jiggler): the railtie is defined as the app's class is, before it initializes.
+  require "active_support/lazy_load_hooks"
+  ActiveSupport.on_load(:before_configuration) do
+    require_relative "jiggler/rails/railtie"
+  end
+end
 
 # As in Jiggler.configure: the Redis store named by the environment loads with the gem, not at the first enqueue.
 Jiggler::Store.const_get(:Redis) unless ENV.fetch("REDIS_URL", "").empty?

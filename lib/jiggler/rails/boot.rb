@@ -19,25 +19,12 @@ module Jiggler
         if file.end_with?("config/environment.rb")
           # the environment jiggler resolved (-e, APP_ENV, RAILS_ENV) is the app's
           ENV["RAILS_ENV"] = config[:environment]
-          load_railtie
-        elsif Gem.loaded_specs.key?("railties")
-          # the file may define a Rails app itself (a one-file app), which needs the railtie as it boots
-          load_railtie
         end
         require file
         return unless eager_load && app?
         unless ::Rails.env.development? || ::Rails.application.config.eager_load
           ::Rails.application.eager_load!
         end
-      end
-
-      # The railtie must be known before the app initializes: `require "jiggler"` in the app's Gemfile is a no-op
-      # here, the server having loaded jiggler already.
-      def load_railtie
-        require "rails"
-        require_relative "railtie"
-      rescue LoadError
-        nil # Rails is not in the bundle: the file is loaded like any other
       end
 
       # Whether the `-r` file booted a Rails app.
