@@ -4,20 +4,31 @@
 # DATABASE_URL, Active Job, no other framework), for bench/postgres_peers.rb; run in the peers'
 # bundle (tmp/bench-bundles/pgpeers, which holds our gem too):
 #
-#   ruby peer.rb good_job|solid_queue|jiggler setup          # makes its tables
+#   ruby peer.rb good_job|solid_queue setup                  # makes its tables
 #   ruby peer.rb good_job|solid_queue|jiggler enqueue JOBS   # perform_all_later of JOBS noop jobs
 #   ruby peer.rb good_job|solid_queue|jiggler work THREADS   # works all queues until killed
 #
 # jiggler's store is JIGGLER_DATABASE_URL (its own schema in the same database); its worker is
 # `jiggler -r peer.rb`, which loads this file with PEER_KIND=jiggler set and no step.
 require "bundler/setup"
+
+KIND = ENV["PEER_KIND"] || ARGV[0]
+STEP = ENV["PEER_KIND"] ? nil : ARGV[1]
+# Before Rails loads: jiggler's server boots the app itself, once.
+if KIND == "jiggler" && STEP == "work"
+  exec(
+    {"PEER_KIND" => "jiggler"},
+    RbConfig.ruby,
+    Gem.bin_path("jiggler", "jiggler"),
+    "-r", __FILE__,
+    "-c", ARGV[2].to_i.to_s
+  )
+end
+
 require "logger"
 require "rails"
 require "active_record/railtie"
 require "active_job/railtie"
-
-KIND = ENV["PEER_KIND"] || ARGV[0]
-STEP = ENV["PEER_KIND"] ? nil : ARGV[1]
 require KIND
 
 class PeerApp < Rails::Application
@@ -53,9 +64,7 @@ end
 
 case STEP
 when "setup"
-  if KIND == "jiggler"
-    nil # the store makes its schema on first use
-  elsif KIND == "good_job"
+  if KIND == "good_job"
     template = Gem.loaded_specs["good_job"].full_gem_path +
       "/lib/generators/good_job/templates/install/migrations/create_good_jobs.rb.erb"
     migration_version = "[7.2]"
@@ -73,15 +82,7 @@ when "enqueue"
   end
 when "work"
   threads = ARGV[2].to_i
-  if KIND == "jiggler"
-    exec(
-      {"PEER_KIND" => "jiggler"},
-      RbConfig.ruby,
-      Gem.bin_path("jiggler", "jiggler"),
-      "-r", __FILE__,
-      "-c", threads.to_s
-    )
-  elsif KIND == "good_job"
+  if KIND == "good_job"
     GoodJob.configuration.options.merge!(
       threads: threads,
       queues: "*",
