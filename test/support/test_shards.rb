@@ -13,8 +13,8 @@ require "rbconfig"
 # bench's) go to one shard together.
 module TestShards
   DURATIONS = "test/durations.json"
-  # Each run's logs go to a directory of its own (two runs in one checkout must not share files), its file times to
-  # LAST_TIMES.
+  # Each run's logs go to a directory of its own (two runs in one checkout must not share files); its file times are
+  # merged into LAST_TIMES, over those of the same files, so a run of one file updates that file's time alone.
   RUNS_DIR = "tmp/test-shards"
   LAST_TIMES = File.join(RUNS_DIR, "durations.json")
   # What a file test/durations.json does not know yet is taken to need: about what a small test file takes.
@@ -124,8 +124,9 @@ module TestShards
 
   # Merges the shards' file times into LAST_TIMES, for `rake test:durations`.
   def write_times(shards)
-    times = shards.select { |shard| File.exist?(shard[:times]) }
-      .map { |shard| JSON.parse(File.read(shard[:times])) }
+    times = [LAST_TIMES, *shards.map { |shard| shard[:times] }]
+      .select { |file| File.exist?(file) }
+      .map { |file| JSON.parse(File.read(file)) }
     File.write(LAST_TIMES, JSON.generate(times.reduce({}, :merge)))
   end
 
