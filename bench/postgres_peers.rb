@@ -13,8 +13,9 @@
 # the database every 20 ms (jiggler: its `processed` counter; the peers: rows with finished_at,
 # as both keep finished jobs by default). "after first" leaves the boot out: from the first job
 # finished to the last. "RSS at the end" is the worker's resident memory (with its forked
-# children) once the last job finished. GoodJob and Solid Queue (with Rails 7.2 and pg) are installed once into
-# tmp/bench-bundles/pgpeers/ (bench/harness/processors.rb); bench/postgres_peers/peer.rb runs them.
+# children) once the last job finished. GoodJob and Solid Queue (with Rails 7.2 and pg) are installed into
+# tmp/bench-bundles/pgpeers/, again when its Gemfile changes (bench/harness/processors.rb); bench/postgres_peers/peer.rb
+# runs them, and ours through Active Job.
 require "jiggler"
 require "pg"
 require_relative "../test/support/postgres_server"
