@@ -80,16 +80,20 @@ StoreTarget.describe_each("Jiggler::Server::Listener") do
     listening do
       wait_for(message: "the subscription") { subscribed? }
       Jiggler.store.push("default", [job])
-      wait_for(timeout: 1, message: "the fetcher woken") { wakes.pushes == 1 }
+      # Once or twice: on PostgreSQL, a push while the new subscription looks for work left from before it (after its
+      # LISTEN) is both found and heard.
+      wait_for(timeout: 1, message: "the fetcher woken") { wakes.pushes >= 1 }
       Jiggler.store.schedule([[Time.now.to_f + 3_600, job]])
       wait_for(timeout: 1, message: "the scheduler woken") do
         wakes.schedules == 1
       end
+      # Announcements come in order: the first push's is in by now.
+      pushes = wakes.pushes
       # later than the others: nobody to wake
       Jiggler.store.schedule([[Time.now.to_f + 7_200, job]])
       Jiggler.store.push("other", [job])
       wait_for(timeout: 1, message: "the fetcher woken again") do
-        wakes.pushes == 2
+        wakes.pushes == pushes + 1
       end
       assert_equal 1, wakes.schedules
     end
