@@ -39,7 +39,7 @@ module Jiggler
             @process, @queue, limit: limit, timeout: @timeout
           )
           # before the loop reads other sockets (the push's wake among them)
-          @workers.assign(jobs, now: true) if jobs&.any?
+          @workers.assign(jobs) if jobs&.any?
           jobs
         rescue => error
           error

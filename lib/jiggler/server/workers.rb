@@ -49,17 +49,21 @@ module Jiggler
         end
       end
 
-      # Hands fetched jobs to the workers.
+      # Hands fetched jobs to the workers, waking idle ones one at a time: each starts its job at once, the caller
+      # waiting its turn, so that the event loop reads its sockets between one start and the next. A job whose first
+      # I/O comes early (a connect) then hears back before the next job starts; woken together, every job of a fetch
+      # started before the loop read any socket, and each connect waited for all the others' starts (15-37 ms for 100
+      # HTTP jobs here: bench/README.md, "Jobs started in turn").
       # @parameter jobs [Array(Store::Fetched)]
-      # @parameter now [Boolean] whether an idle worker starts the first job before this returns, the caller waiting its
-      #   turn, rather than once the event loop comes round.
-      def assign(jobs, now: false)
+      def assign(jobs)
         @jobs.concat(jobs)
         woken = @idle.shift(jobs.size)
-        first = woken.shift if now
-        woken.each { |fiber| Fiber.scheduler.push(fiber) }
-        # Last: the caller may be stopped while it waits its turn, and every job is handed out by then.
-        Fiber.scheduler.resume(first) if first
+        while (fiber = woken.shift)
+          Fiber.scheduler.resume(fiber)
+        end
+      ensure
+        # The caller was stopped while it waited its turn: the rest wake when the event loop comes round.
+        woken&.each { |fiber| Fiber.scheduler.push(fiber) }
       end
 
       # How many more jobs the workers can take without anything waiting.

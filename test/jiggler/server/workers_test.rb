@@ -3,11 +3,13 @@
 require "test_helper"
 require "async"
 require "async/queue"
+require "io/wait"
 require "jiggler/server/workers"
 require "jiggler/store/fetched"
 
 module WorkersTest
-  # Runs jobs named "sleep:<seconds>" or "block" (waits for `release`), recording starts, ends and fibers.
+  # Runs jobs named "sleep:<seconds>", "block" (waits for `release`) or "io" (waits for a pipe that is already
+  # readable, as a connect to a local server does), recording starts, ends and fibers.
   class Processor
     attr_reader :events, :fibers
 
@@ -22,9 +24,21 @@ module WorkersTest
       @events << "start:#{token}"
       @fibers << Fiber.current
       kind, seconds = fetched.payload.split(":")
-      (kind == "block") ? @gate.dequeue : sleep(seconds.to_f)
+      case kind
+      when "block" then @gate.dequeue
+      when "io" then ready_io(token)
+      else sleep(seconds.to_f)
+      end
       @events << "done:#{token}"
       nil
+    end
+
+    def ready_io(token)
+      IO.pipe do |reader, writer|
+        writer.write(".")
+        reader.wait_readable
+        @events << "io:#{token}"
+      end
     end
 
     def release(count = 1) = count.times { @gate.enqueue(true) }
@@ -85,6 +99,16 @@ describe Jiggler::Server::Workers do
       wait_for(message: "3 jobs done") { reporter.reports.size == 3 }
     end
     assert_equal %w[start:0 start:1 done:0 start:2], processor.events.first(4)
+  end
+
+  it "starts a fetch's jobs in turn, the event loop reading its sockets between one start and the next" do
+    with_workers(5) do |workers|
+      workers.assign(jobs(5, "io"))
+      wait_for(message: "5 jobs done") { reporter.reports.size == 5 }
+    end
+    events = processor.events
+    # Woken together, all five would start before the first one's I/O was read.
+    assert_operator events.index("io:0"), :<, events.index("start:2"), events.inspect
   end
 
   it "reuses its fibers for every job" do
