@@ -59,6 +59,7 @@ module Jiggler
       return run_admin(argv) if ADMIN_COMMANDS.include?(argv.first)
       flags = parse(argv)
       return 0 if flags.nil?
+      load_server
       configure(flags)
       start_servers
     rescue StartError, Config::InvalidError, OptionParser::ParseError,
@@ -89,6 +90,10 @@ module Jiggler
       require_relative "cli/admin"
       Admin.new.run(argv)
     end
+
+    # The server's code, loaded before the app and before `-p N` forks: the children share it, and a child the
+    # supervisor replaces starts its server without loading it again.
+    def load_server = require_relative("server/launcher")
 
     def parse(argv)
       flags = {}
@@ -313,7 +318,6 @@ module Jiggler
 
     # @parameter identity [Server::Identity | Nil] the one a supervisor chose for this child.
     def serve(identity)
-      require_relative "server/launcher"
       reader, writer = IO.pipe
       alarm = watchdog(Jiggler.config[:timeout] + STOP_GRACE)
       SIGNAL_ACTIONS.each do |signal, action|
