@@ -71,7 +71,7 @@ module Jiggler
     def create(payload, state = nil)
       now = Time.now.to_f
       stored = State.dump(state)
-      json = dump(payload)
+      json = JSON_CODER.dump(payload)
       event = {"type" => "job_created", "state" => state_value(stored)}
       id = transaction do
         @db.execute(
@@ -221,7 +221,5 @@ module Jiggler
     def state_value(stored)
       stored.is_a?(SQLite3::Blob) ? JSON_CODER.load(stored) : stored
     end
-
-    def dump(value) = JSON_CODER.dump(value)
   end
 end

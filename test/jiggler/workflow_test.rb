@@ -68,18 +68,18 @@ describe Jiggler::Workflow do
     end
   end
 
+  # One processor per test: its runs share the steps' state.
   def processor
-    steps = Jiggler::Server::Steps.new(
-      process: "p1",
-      reliable: true,
-      logger: Logger.new(nil),
-      store: -> { store }
-    )
-    Jiggler::Server::Processor.new(
+    @processor ||= Jiggler::Server::Processor.new(
       config: Jiggler.config,
       logger: Logger.new(nil),
       results: store,
-      steps: steps
+      steps: Jiggler::Server::Steps.new(
+        process: "p1",
+        reliable: true,
+        logger: Logger.new(nil),
+        store: -> { store }
+      )
     )
   end
 
@@ -105,7 +105,6 @@ describe Jiggler::Workflow do
     parts = [[1, 2], [3, 4]].map { |args| flow.step(WorkflowTest::Add, *args) }
     sum = flow.step(WorkflowTest::Sum, after: parts)
     flow.start
-    processor = self.processor
     Sync do
       store.fetch("p1", ["default"], limit: 2).each do |fetched|
         assert_same Jiggler::Server::Processor::COMPLETED,
@@ -130,7 +129,6 @@ describe Jiggler::Workflow do
     sum = flow.step(WorkflowTest::Sum, after: flaky)
     flow.on_death(WorkflowTest::Add, 40, 2)
     flow.start
-    processor = self.processor
     run = lambda do
       Sync do
         store.fetch("p1", ["default"], limit: 1).map do |fetched|
