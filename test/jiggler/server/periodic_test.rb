@@ -118,11 +118,15 @@ describe Jiggler::Server::Periodic do
     ) do |_, starts|
       wait_for(message: "5 runs") { starts.size >= 5 }
       waits = gaps(starts).first(4)
+      # Never sooner than asked or than MIN_WAIT (a timer does not fire early); later only by the host's scheduling,
+      # which on a loaded machine has taken 9 ms, so the bound above only tells the asked wait from the 60 s interval.
       asked
         .map { |seconds| [seconds, Jiggler::Server::Periodic::MIN_WAIT].max }
         .zip(waits)
         .each do |expected, gap|
-        assert_in_delta expected, gap, 0.008,
+        assert_operator gap, :>=, expected - 0.001,
+          "waits #{waits} for asked #{asked}"
+        assert_operator gap, :<, expected + 0.25,
           "waits #{waits} for asked #{asked}"
       end
     end
