@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "tsort"
+require "open3"
 
 # The parts of lib/ load in one direction: a part is a top-level file of lib/jiggler with the folder of the same name
 # (config.rb and config/), or a folder beside lib/jiggler (active_job/, generators/). A `require_relative`, or a
@@ -48,6 +49,23 @@ describe "lib's load graph" do
     end
     assert_empty described,
       "parts that require each other, directly or through others"
+  end
+
+  # A file jiggler autoloads may also be required by name (`require "jiggler/job_queue"`), after jiggler's own.
+  it "loads each file jiggler autoloads by a require of its own, " \
+    "without a warning" do
+    script = <<~RUBY
+      require "jiggler"
+      [Jiggler, Jiggler::Store].each do |mod|
+        mod.constants.filter_map { |name| mod.autoload?(name) }
+          .each { |path| require path.delete_prefix("#{lib}/") }
+      end
+    RUBY
+    _, errors, status = Open3.capture3(
+      RbConfig.ruby, "-w", "-I", lib, "-e", script
+    )
+    assert status.success?, errors
+    assert_empty errors
   end
 
   it "sees the parts and their edges" do

@@ -1,6 +1,13 @@
 # frozen_string_literal: true
 
 require_relative "error"
+
+# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
+# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+module Jiggler
+  class Executor; end
+end
+
 require_relative "executor/options"
 require_relative "executor/future"
 require_relative "executor/buffer"

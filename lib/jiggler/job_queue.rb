@@ -3,6 +3,13 @@
 require "json"
 require "sqlite3"
 require_relative "sqlite_file"
+
+# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
+# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+module Jiggler
+  class JobQueue; end
+end
+
 require_relative "job_queue/schema"
 require_relative "job_queue/state"
 require_relative "job_queue/query"

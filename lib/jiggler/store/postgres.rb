@@ -4,6 +4,15 @@ require "digest"
 require_relative "../error"
 require_relative "connection_error"
 require_relative "fetched"
+
+# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
+# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+module Jiggler
+  module Store
+    class Postgres; end
+  end
+end
+
 require_relative "postgres/connection"
 require_relative "postgres/active_record_connection"
 require_relative "postgres/schema"

@@ -1,5 +1,13 @@
 # frozen_string_literal: true
 
+# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
+# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+module Jiggler
+  module Store
+    class Redis; end
+  end
+end
+
 require_relative "redis/connection"
 require_relative "redis/script"
 require_relative "redis/keys"
