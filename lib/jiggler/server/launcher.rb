@@ -155,6 +155,9 @@ module Jiggler
             store, middleware: @config.client_middleware
           )
         end
+        # Connected before the started line, whose description of the store says how it was reached (behind PgBouncer:
+        # without startup options), which only a connection tells.
+        @store.ping
         @heartbeat.start
         @executions.start(parent: parent)
         @cancellations.start
