@@ -200,8 +200,9 @@ describe "dashboard in a browser" do
     visit("/recurring")
     page.at_css('tr[data-task="hourly"] button').click
     wait_in_browser("the task's job to be enqueued") do
-      store.queue_sizes["ticks"] == 1
+      store.queue_sizes["ticks"]
     end
+    assert_equal 1, store.queue_sizes["ticks"], "one job for one click"
     wait_in_browser("the page to show the run") do
       text('tr[data-task="hourly"] td:nth-child(4)').end_with?("ago")
     end

@@ -121,13 +121,28 @@ module BrowserSession
   # Opens a page of the dashboard.
   def visit(path) = page.go_to("#{BrowserSession.url}#{path}")
 
-  # Waits for a condition that reads the page, which may be between two documents meanwhile.
+  # Waits for a condition that reads the page, which may be between two documents meanwhile. A timeout says what the
+  # tab shows and what it last asked the dashboard.
   def wait_in_browser(message, timeout: 10)
     wait_for(timeout: timeout, message: message) do
       yield
     rescue Ferrum::Error
       nil
     end
+  rescue Minitest::Assertion => error
+    raise error, "#{error.message}\n#{tab_state}"
+  end
+
+  # The tab's address, the start of its main text and its last requests.
+  def tab_state
+    requests = page.network.traffic.last(6).map do |exchange|
+      "#{exchange.request&.method} #{exchange.url} => " \
+        "#{exchange.response&.status || exchange.error&.error_text || "-"}"
+    end
+    "the tab shows #{page.current_url}: #{text("main").gsub(/\s+/, " ")[0, 300].inspect}; " \
+      "its last requests: #{requests.join(", ")}"
+  rescue Ferrum::Error => error
+    "the tab cannot be read: #{error.class}: #{error.message}"
   end
 
   def text(selector) = page.at_css(selector)&.text.to_s.strip
