@@ -162,8 +162,11 @@ module Jiggler
         @executions.start(parent: parent)
         @cancellations.start
         @workers.start(parent: parent, reporter: @fetcher)
-        @fetcher.start(parent: parent)
+        # Listening before the first fetch: what is pushed after the fetcher's first look is announced (on SQLite the
+        # listener's first wait takes the counters it compares with; the first fetch may run a step whose completion
+        # queues its dependants before this call returns).
         @listener.start(parent: parent)
+        @fetcher.start(parent: parent)
         @scheduler&.start(parent: parent)
         @batcher&.start(parent: parent)
         @cron&.start(parent: parent)
