@@ -17,6 +17,8 @@ module Jiggler
       class Doorbell
         # Longest socket path the platforms allow (sun_path is 108 bytes on Linux, 104 on macOS).
         MAX_PATH = 100
+        # Seconds after a change of the directory during which its listing is made again at each ring (see `bells`).
+        RECENT = 1.0
 
         # @parameter database [String] the database file's path.
         def initialize(database)
@@ -56,12 +58,14 @@ module Jiggler
 
         private
 
-        # The socket paths in the directory, listed again only when it changed (a server came or went).
+        # The socket paths in the directory, listed again only when it changed (a server came or went). The kernel
+        # stamps the change with a coarse clock (a tick, a few ms), so a socket bound in the tick of a listing leaves
+        # the time as it was: a listing that may be that close to the change is not trusted beyond the next ring.
         def bells
           changed = ::File.mtime(@dir)
           if changed != @listed_at
-            @bells, @listed_at =
-              Dir.children(@dir).map { |name| ::File.join(@dir, name) }, changed
+            @bells = Dir.children(@dir).map { |name| ::File.join(@dir, name) }
+            @listed_at = (Time.now - changed < RECENT) ? nil : changed
           end
           @bells
         rescue Errno::ENOENT

@@ -21,6 +21,23 @@ describe Jiggler::Store::SQLite::Doorbell do
     refute waiter.wait(0.01), "another database's ring is not this one's"
   end
 
+  it "rings a waiter that came in the clock tick of the last listing" do
+    ringer = Jiggler::Store::SQLite::Doorbell.new(database)
+    waiter.wait(0.001)
+    ringer.ring
+    assert waiter.wait(1)
+    dir = waiter.instance_variable_get(:@dir)
+    listed = File.mtime(dir)
+    late = Jiggler::Store::SQLite::Doorbell.new(database)
+    late.wait(0.001)
+    # as the kernel's coarse clock leaves it when the socket came in the same tick
+    File.utime(File.atime(dir), listed, dir)
+    ringer.ring
+    assert late.wait(1), "the waiter bound after the listing is rung"
+  ensure
+    late&.close
+  end
+
   it "removes the socket of a waiter that died without closing it, " \
     "and its own when closed" do
     waiter.wait(0.001)
