@@ -15,6 +15,10 @@ require_relative "jiggler/workflow"
 # Jiggler is a background job processor on Async fibers. `require "jiggler"` loads the client only: enqueueing and
 # configuration; the summary, the cleaner, the executor and JobQueue load when first used, so servers that never use
 # them do not carry them. The server (`jiggler/server/launcher`) and the web app load their own parts.
+#
+# An autoloaded file that requires parts reopening its class opens the class first: a `require` of it by name after
+# this file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of
+# (test/load_graph_test.rb).
 module Jiggler
   autoload :Summary, File.expand_path("jiggler/summary", __dir__)
   autoload :Cleaner, File.expand_path("jiggler/cleaner", __dir__)

@@ -4,8 +4,7 @@ require "json"
 require "sqlite3"
 require_relative "sqlite_file"
 
-# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
-# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+# Opened before its parts, which reopen it (see the autoloads in lib/jiggler.rb).
 module Jiggler
   class JobQueue; end
 end

@@ -139,7 +139,8 @@ module BrowserSession
       "#{exchange.request&.method} #{exchange.url} => " \
         "#{exchange.response&.status || exchange.error&.error_text || "-"}"
     end
-    "the tab shows #{page.current_url}: #{text("main").gsub(/\s+/, " ")[0, 300].inspect}; " \
+    shown = text("main").gsub(/\s+/, " ")[0, 300]
+    "the tab shows #{page.current_url}: #{shown.inspect}; " \
       "its last requests: #{requests.join(", ")}"
   rescue Ferrum::Error => error
     "the tab cannot be read: #{error.class}: #{error.message}"

@@ -5,8 +5,7 @@ require_relative "../error"
 require_relative "connection_error"
 require_relative "fetched"
 
-# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
-# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+# Opened before its parts, which reopen it (see the autoloads in lib/jiggler.rb).
 module Jiggler
   module Store
     class Postgres; end

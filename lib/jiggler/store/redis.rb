@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
-# Opened before its parts, which reopen it: after `require "jiggler"` (which autoloads it) a `require` of this
-# file would otherwise have its first part autoload it again, a circular require that `ruby -w` warns of.
+# Opened before its parts, which reopen it (see the autoloads in lib/jiggler.rb).
 module Jiggler
   module Store
     class Redis; end
