@@ -108,6 +108,33 @@ describe "Jiggler::Store::Postgres on an application's connection" do
     assert_equal :queues, @store.wait_for_wake(5)
   end
 
+  # A push whose transaction commits after a younger job was claimed sits behind the claim's mark, which only a
+  # rescan passes; the announcement of the commit comes just after the claim, sooner than a rescan may run.
+  it "wakes a server again for a late commit once a rescan may find it" do
+    @store.wait_for_wake(0.05) # starts listening
+    late = nil
+    @app.transaction do
+      late = RecordJob.through(@client).enqueue(1)
+      @store.push("default", ["younger"])
+      assert_equal :queues, @store.wait_for_wake(5)
+      assert_equal ["younger"],
+        @store.fetch("p1", ["default"], limit: 10).map(&:payload)
+    end
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    # the fetcher's loop: fetch when woken, wait when nothing came
+    assert_equal :queues, @store.wait_for_wake(5)
+    taken = []
+    while taken.empty?
+      taken = @store.fetch("p1", ["default"], limit: 10)
+      break unless taken.empty? && @store.wait_for_wake(2)
+    end
+    waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_equal [late],
+      taken.map { |job| Jiggler::Payload.load(job.payload)["jid"] }
+    assert_operator waited, :<, 1.5
+    assert_nil @store.wait_for_wake(1), "woken again once only"
+  end
+
   it "writes outside a transaction at once" do
     RecordJob.through(@client).enqueue(1)
     assert_equal({"default" => 1}, @store.queue_sizes)

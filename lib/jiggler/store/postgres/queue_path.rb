@@ -93,7 +93,7 @@ module Jiggler
         # paused queues are skipped.
         # @returns [Array(Fetched)] handles are row ids.
         def fetch(process, queues, limit:, acks: [], reliable: true)
-          started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          started = monotonic
           @marks ||= {}
           rescan = !@rescan_at || started >= @rescan_at
           after = queues.map { |queue| (!rescan && @marks[queue]) || [] }
@@ -113,7 +113,8 @@ module Jiggler
           end
           # a queue it found empty keeps its mark: nothing waited before it
           if rescan
-            took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+            @rescanned = started
+            took = monotonic - started
             @rescan_soonest = started + took * RESCAN_SHARE
             @rescan_at = [@rescan_soonest, started + RESCAN_EVERY].max
           end
@@ -215,7 +216,7 @@ module Jiggler
         # (Postgres.on), which may be in a transaction.
         def vacuum_jobs
           return unless @db.url
-          clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          clock = monotonic
           return if @vacuumed_at && clock - @vacuumed_at < VACUUM_EVERY
           @vacuumed_at = clock
           with { @db.run("VACUUM (SKIP_LOCKED) @.jobs") }
@@ -225,12 +226,33 @@ module Jiggler
 
         # Another process announced work: it may sit behind the marks (requeued, or pushed in a
         # transaction that committed late), so the next fetch rescans, as soon as rescans stay
-        # within their share of the time.
+        # within their share of the time. Until then the announcement is owed a rescan: the fetch
+        # it prompts may come sooner, find nothing past the marks and leave the server idle, so
+        # wait_for_wake announces the queues again when the rescan may run (owed_rescan_in).
         def rescan_soon
           if @rescan_at && @rescan_soonest && @rescan_soonest < @rescan_at
             @rescan_at = @rescan_soonest
           end
+          now = monotonic
+          @rescan_owed = now if @rescan_at && @rescan_at > now
         end
+
+        # Seconds until the rescan owed to an announcement may run (0: it may now); nil when none
+        # is owed, or a rescan started since the announcement.
+        def owed_rescan_in
+          return unless @rescan_owed
+          return @rescan_owed = nil if @rescanned && @rescanned >= @rescan_owed
+          [(@rescan_at || 0) - monotonic, 0].max
+        end
+
+        # Whether the owed rescan may run now: then it is no longer owed (announced once).
+        def pay_owed_rescan
+          return false unless owed_rescan_in&.zero?
+          @rescan_owed = nil
+          true
+        end
+
+        def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
         def bytes(payloads) = payloads.map { |payload| @db.bytes(payload) }
 

@@ -27,10 +27,13 @@ module Jiggler
             return missed if missed
           end
           return sleep(timeout) && nil if @db.pooled?
+          owed = owed_rescan_in
           heard = []
-          return unless @subscription.wait_for_notify(timeout) do |_, _, kind|
-            heard << kind
-          end
+          heard_any = @subscription.wait_for_notify(
+            owed ? [owed, timeout].min : timeout
+          ) { |_, _, kind| heard << kind }
+          # a rescan owed to an earlier announcement may run now: the queues again
+          return pay_owed_rescan ? :queues : nil unless heard_any
           # The rest, already here.
           while @subscription.wait_for_notify(0) { |_, _, kind| heard << kind }
             nil
