@@ -17,6 +17,7 @@ module BrowserSession
       .find { |path| File.executable?(path) }
   SCREENSHOTS = File.expand_path("../../tmp/screenshots", __dir__)
   MOUNT = "/jiggler"
+  WINDOW = [1280, 900].freeze
   FLAGS = %w[
     headless no-sandbox disable-gpu no-first-run disable-background-networking
     disable-component-update disable-sync
@@ -37,7 +38,7 @@ module BrowserSession
       @browser = Ferrum::Browser.new(
         browser_path: CHROMIUM,
         headless: true,
-        window_size: [1280, 900],
+        window_size: WINDOW,
         timeout: 15,
         process_timeout: 30,
         browser_options: FLAGS.merge(
@@ -49,15 +50,23 @@ module BrowserSession
       nil
     end
 
-    # A new tab. A browser found dead (its process gone, or its connection closed) since the last test is replaced
-    # once, with a warning that says how it ended: the dashboard is under test here, not Chromium's lifetime.
+    # A new tab, at the window's first size: tabs share the window, so a test that narrowed it to a phone's width
+    # would leave the next test's buttons out of view, where a click lands on nothing. A browser found dead (its
+    # process gone, or its connection closed) since the last test is replaced once, with a warning that says how it
+    # ended: the dashboard is under test here, not Chromium's lifetime.
     def create_page
-      browser.create_page
+      sized(browser.create_page)
     rescue Ferrum::DeadBrowserError => error
       warn "Chromium was found dead (#{error.message}; #{process_end}); " \
         "starting another"
       quit_quietly
-      browser&.create_page or raise error
+      sized(browser&.create_page || raise(error))
+    end
+
+    def sized(page)
+      width, height = WINDOW
+      page.resize(width: width, height: height)
+      page
     end
 
     def quit_quietly
