@@ -96,6 +96,8 @@ module Jiggler
           started = monotonic
           @marks ||= {}
           rescan = !@rescan_at || started >= @rescan_at
+          # a rescan sent now sees every commit announced so far: the rescans they were owed are paid
+          @rescan_owed = false if rescan
           after = queues.map { |queue| (!rescan && @marks[queue]) || [] }
           rows = with do
             @db.query(
@@ -113,7 +115,6 @@ module Jiggler
           end
           # a queue it found empty keeps its mark: nothing waited before it
           if rescan
-            @rescanned = started
             took = monotonic - started
             @rescan_soonest = started + took * RESCAN_SHARE
             @rescan_at = [@rescan_soonest, started + RESCAN_EVERY].max
@@ -233,22 +234,19 @@ module Jiggler
           if @rescan_at && @rescan_soonest && @rescan_soonest < @rescan_at
             @rescan_at = @rescan_soonest
           end
-          now = monotonic
-          @rescan_owed = now if @rescan_at && @rescan_at > now
+          @rescan_owed = true if @rescan_at && @rescan_at > monotonic
         end
 
         # Seconds until the rescan owed to an announcement may run (0: it may now); nil when none
-        # is owed, or a rescan started since the announcement.
+        # is owed (a fetch that rescans pays it).
         def owed_rescan_in
-          return unless @rescan_owed
-          return @rescan_owed = nil if @rescanned && @rescanned >= @rescan_owed
-          [(@rescan_at || 0) - monotonic, 0].max
+          [(@rescan_at || 0) - monotonic, 0].max if @rescan_owed
         end
 
         # Whether the owed rescan may run now: then it is no longer owed (announced once).
         def pay_owed_rescan
           return false unless owed_rescan_in&.zero?
-          @rescan_owed = nil
+          @rescan_owed = false
           true
         end
 
