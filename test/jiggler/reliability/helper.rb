@@ -161,6 +161,13 @@ module ReliabilityHelper
     records.filter_map { |value, pid, _| pid if value == entry }
   end
 
+  # The epoch time a job recorded `entry`, waiting for it.
+  def recorded_at(entry, timeout: 10)
+    wait_for(timeout: timeout, message: "#{entry} in the record") do
+      records.find { |value, _, _| value == entry }&.last
+    end
+  end
+
   # The types of a job's history events (SQLite keeps each job's history).
   def history_types(jid) = store.history(jid).map { |_, event| event["type"] }
 

@@ -35,13 +35,6 @@ StoreTarget.describe_each "long jobs" do
     [status, process.log]
   end
 
-  # The epoch time a job recorded `entry`, waiting for it.
-  def recorded_at(entry, timeout: 10)
-    wait_for(timeout: timeout, message: "#{entry} in the record") do
-      records.find { |value, _, _| value == entry }&.last
-    end
-  end
-
   def dead_jobs = set_jobs(:dead)
 
   def percentile(values, fraction)

@@ -20,9 +20,7 @@ StoreTarget.describe_each("an idle server") do
     latencies = Array.new(20) do |index|
       sent = Time.now.to_f
       Reliability::RecordJob.enqueue("p#{index}")
-      _, _, at = wait_for(message: "job p#{index} to run") do
-        records.find { |value, _, _| value == "run:p#{index}" }
-      end
+      at = recorded_at("run:p#{index}")
       sleep 0.05
       at - sent
     end

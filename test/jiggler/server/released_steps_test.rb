@@ -9,19 +9,14 @@ require_relative "../reliability/helper"
 StoreTarget.describe_each("a workflow started before its server") do
   include ReliabilityHelper
 
-  def recorded_at(entry)
-    wait_for(timeout: 15, message: entry) do
-      records.find { |value, _, _| value == entry }
-    end.last
-  end
-
   it "runs the step released by the first fetch's step at once" do
     flow = Jiggler::Workflow.new
     first = flow.step(Reliability::QuickStepJob)
     second = flow.step(Reliability::StepJob, "second", after: first)
     flow.start
     start_reliable("-c", "5")
-    waited = recorded_at("start:#{second}") - recorded_at("done:#{first}")
+    waited = recorded_at("start:#{second}", timeout: 15) -
+      recorded_at("done:#{first}")
     # a lost announcement waits for the fetcher's poll of 5 s (5.008 s on SQLite with the listener started last)
     assert_operator waited, :<, 2.0,
       "the released step should start as a pushed job does"

@@ -10,7 +10,10 @@ describe Jiggler::Store::SQLite::Doorbell do
 
   after { waiter.close }
 
-  def sockets(doorbell) = Dir.children(doorbell.instance_variable_get(:@dir))
+  # The directory of a doorbell's sockets.
+  def dir(doorbell) = doorbell.instance_variable_get(:@dir)
+
+  def sockets(doorbell) = Dir.children(dir(doorbell))
 
   it "wakes a waiter of the same database when rung, and only then" do
     refute waiter.wait(0.01), "nothing rang"
@@ -26,12 +29,11 @@ describe Jiggler::Store::SQLite::Doorbell do
     waiter.wait(0.001)
     ringer.ring
     assert waiter.wait(1)
-    dir = waiter.instance_variable_get(:@dir)
-    listed = File.mtime(dir)
+    listed = File.mtime(dir(waiter))
     late = Jiggler::Store::SQLite::Doorbell.new(database)
     late.wait(0.001)
     # as the kernel's coarse clock leaves it when the socket came in the same tick
-    File.utime(File.atime(dir), listed, dir)
+    File.utime(File.atime(dir(waiter)), listed, dir(waiter))
     ringer.ring
     assert late.wait(1), "the waiter bound after the listing is rung"
   ensure
