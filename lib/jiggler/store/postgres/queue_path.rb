@@ -238,9 +238,9 @@ module Jiggler
         end
 
         # Seconds until the rescan owed to an announcement may run (0: it may now); nil when none
-        # is owed (a fetch that rescans pays it).
+        # is owed (a fetch that rescans pays it). Owed only once a fetch set @rescan_at.
         def owed_rescan_in
-          [(@rescan_at || 0) - monotonic, 0].max if @rescan_owed
+          [@rescan_at - monotonic, 0].max if @rescan_owed
         end
 
         # Whether the owed rescan may run now: then it is no longer owed (announced once).
